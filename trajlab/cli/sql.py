@@ -1,0 +1,38 @@
+"""`trajlab sql`: read-only DuckDB SQL over a lab."""
+
+from __future__ import annotations
+
+import click
+
+from .. import tabular
+from ..store import Lab, fetch_arrow, run_readonly, view_names
+
+
+@click.command("sql")
+@click.argument("lab", type=click.Path(path_type=str))
+@click.argument("query", required=False)
+@click.option("--file", "-f", "sql_file", type=click.File("r"), help="Read the query from a file.")
+@click.option("--format", "fmt", type=click.Choice(tabular.FORMATS), default="table", show_default=True)
+@click.option("--out", "-o", type=click.Path(path_type=str), help="Write the result to a file instead.")
+@click.option(
+    "--max-rows", type=int, default=200, show_default=True, help="Rows shown in table/markdown output."
+)
+@click.option("--views", is_flag=True, help="List the views available and exit.")
+def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
+    """Run a read-only SQL QUERY over the views of LAB (trajectories, steps, tool_calls, ...)."""
+    con = Lab.open(lab).connect()
+    if views:
+        click.echo("\n".join(view_names(con)))
+        return
+    if sql_file is not None:
+        query = sql_file.read()
+    if not query:
+        raise click.UsageError("give a QUERY or --file")
+    result = fetch_arrow(run_readonly(con, query))
+    if out:
+        tabular.write(result, out, None if fmt == "table" else fmt)
+        click.echo(f"wrote {result.num_rows} rows to {out}")
+        return
+    if fmt == "parquet":
+        raise click.UsageError("--format parquet needs --out")
+    click.echo(tabular.render(result, fmt, max_rows=max_rows if fmt in ("table", "markdown") else None))

@@ -1,0 +1,51 @@
+"""Format adapters: one module per runner format, each recognising its own files."""
+
+from ._base import (
+    Adapter,
+    CallLinker,
+    ParseContext,
+    ParsedTrajectory,
+    QuarantinedRecord,
+    Record,
+    SourceUnit,
+    as_text,
+    first_json_line,
+    head,
+    json_records,
+    json_str,
+    load_json,
+    parse_args,
+    parse_ts,
+    raw_of,
+    read_jsonl,
+)
+from ._finish import finish_trajectory, outcome_from_reward
+from ._registry import adapters, candidate_extensions, detect, get_adapter, hookimpl, hookspec
+
+__all__ = [
+    "Adapter",
+    "CallLinker",
+    "ParseContext",
+    "ParsedTrajectory",
+    "QuarantinedRecord",
+    "Record",
+    "SourceUnit",
+    "adapters",
+    "as_text",
+    "candidate_extensions",
+    "detect",
+    "finish_trajectory",
+    "first_json_line",
+    "get_adapter",
+    "head",
+    "hookimpl",
+    "hookspec",
+    "json_records",
+    "json_str",
+    "load_json",
+    "outcome_from_reward",
+    "parse_args",
+    "parse_ts",
+    "raw_of",
+    "read_jsonl",
+]

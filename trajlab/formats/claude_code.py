@@ -1,0 +1,370 @@
+"""Claude Code session transcripts (`~/.claude/projects/<cwd>/<sessionId>.jsonl`).
+
+One API response is split into one line per content block; the lines share `message.id`, and each
+repeats `usage`, so tokens are counted once per message id. Sub-agents live in
+`<sessionId>/subagents/agent-<agentId>.jsonl` (2.1.x; read as companions and spliced in after the
+Task call that spawned them) or only as `agent_progress` lines in the main file (older versions).
+Compaction is a `compact_boundary` line followed by a user line with `isCompactSummary`; the
+compaction agent's own transcript (`agent-acompact-*.jsonl`) is placed just before it.
+There is no success signal: the outcome is `unknown`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._base import (
+    Adapter,
+    CallLinker,
+    ParseContext,
+    ParsedTrajectory,
+    SourceUnit,
+    as_text,
+    first_json_line,
+    read_jsonl,
+)
+
+_LINE_TYPES = {
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+}
+_EXIT_RE = re.compile(r"^Exit code (-?\d+)")
+_NOISE_PREFIXES = (
+    "<command-name>",
+    "<local-command-stdout>",
+    "<command-message>",
+    "[Request interrupted",
+    "Caveat:",
+)
+_SUBAGENT_TOOLS = {"Task", "Agent"}
+
+
+def _usage_tokens(usage: dict[str, Any]) -> dict[str, int | None]:
+    inp = usage.get("input_tokens") or 0
+    cc = usage.get("cache_creation_input_tokens") or 0
+    cr = usage.get("cache_read_input_tokens") or 0
+    return {"input_tokens": inp + cc + cr, "output_tokens": usage.get("output_tokens"), "cached_tokens": cr}
+
+
+class _Transcript:
+    """Steps of one transcript file (the main session or one sub-agent)."""
+
+    def __init__(self, agent_id: str, depth: int):
+        self.agent_id = agent_id
+        self.depth = depth
+        self.steps: list[dict[str, Any]] = []
+        self.anomalies: list[str] = []
+        self.link = CallLinker(self.steps, self.anomalies)
+        self.seen_messages: set[str] = set()
+        self.models: list[str] = []
+        self.task: str | None = None
+        self.meta: dict[str, Any] = {}
+        self.version: str | None = None
+        self.session_id: str | None = None
+        self.spawned: dict[str, str] = {}  # agentId -> spawning call id
+        self.progress: dict[str, list[dict[str, Any]]] = {}  # parent tool use id -> embedded sub-agent lines
+        self.progress_agent: dict[str, str] = {}  # parent tool use id -> agentId
+        self.last_uuid: str | None = None
+        self.pending_compaction: dict[str, Any] | None = None
+        self.last_ts: Any = None
+
+
+class ClaudeCodeAdapter(Adapter):
+    name = "claude-code"
+    runner = "claude_code"
+    extensions = (".jsonl",)
+    priority = 20
+    description = "Claude Code transcripts (~/.claude/projects/**/<session>.jsonl, subagents/agent-*.jsonl)"
+
+    def sniff(self, path: Path, head_bytes: bytes) -> bool:
+        first = first_json_line(head_bytes)
+        if not first:
+            return False
+        if first.get("type") not in _LINE_TYPES:
+            return False
+        return "sessionId" in first or "leafUuid" in first or "messageId" in first or "uuid" in first
+
+    def why_not(self, path: Path, head_bytes: bytes) -> str:
+        first = first_json_line(head_bytes)
+        if first is None:
+            return "first line is not a JSON object"
+        return f"first line type={first.get('type')!r} without sessionId/uuid"
+
+    def companions(self, path: Path) -> list[Path]:
+        sub = path.parent / path.stem / "subagents"
+        if sub.is_dir():
+            return sorted(sub.glob("agent-*.jsonl"))
+        return []
+
+    def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
+        is_subagent_file = unit.primary.parent.name == "subagents" and unit.primary.name.startswith("agent-")
+        main_agent = unit.primary.stem.removeprefix("agent-") if is_subagent_file else "main"
+        main = _Transcript(main_agent if is_subagent_file else "main", 0)
+        self._read(unit.primary, ctx, main)
+        if ctx.records_ingested == 0:
+            return
+        subs: dict[str, _Transcript] = {}
+        for comp in unit.companions:
+            aid = comp.stem.removeprefix("agent-")
+            tr = _Transcript(aid, 1)
+            self._read(comp, ctx, tr)
+            subs[aid] = tr
+        anomalies = list(main.anomalies)
+        for tr in subs.values():
+            anomalies += [f"sub-agent {tr.agent_id}: {a}" for a in tr.anomalies]
+        # Sub-agents known only from agent_progress lines (no transcript file).
+        for parent_call, lines in main.progress.items():
+            aid = main.progress_agent.get(parent_call) or f"task-{parent_call[-8:]}"
+            if aid in subs:
+                continue
+            tr = _Transcript(aid, 1)
+            for obj in lines:
+                self._line(obj, None, tr)
+            subs[aid] = tr
+            main.spawned.setdefault(aid, parent_call)
+        steps = self._splice(main, subs, anomalies)
+        if is_subagent_file:
+            anomalies.append("sub-agent transcript ingested on its own: parent session file not found")
+        models = main.models or [m for tr in subs.values() for m in tr.models]
+        final = next(
+            (
+                s.get("text")
+                for s in reversed(steps)
+                if s.get("kind") == "assistant" and s.get("agent_id") == main.agent_id
+            ),
+            None,
+        )
+        t: dict[str, Any] = {
+            "harness": "claude-code",
+            "runner_version": main.version,
+            "model": models[0] if models else None,
+            "task": main.task,
+            "final_answer": final,
+            "anomalies": anomalies,
+            "metadata": {**main.meta, **({"models": models} if len(set(models)) > 1 else {})} or None,
+        }
+        native = main.session_id or unit.primary.stem
+        if is_subagent_file:
+            native = f"{native}/{main_agent}"
+        yield ParsedTrajectory(t, steps, native_key=native)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _read(self, path: Path, ctx: ParseContext, tr: _Transcript) -> None:
+        for rec in read_jsonl(path, ctx):
+            if not isinstance(rec.obj, dict) or "type" not in rec.obj:
+                ctx.reject(rec, f"{path.name} line {rec.line}: not a transcript line (no `type`)")
+                continue
+            self._line(rec.obj, rec.line, tr)
+
+    def _line(self, d: dict[str, Any], line: int | None, tr: _Transcript) -> None:
+        typ = d.get("type")
+        ts = d.get("timestamp")
+        tr.session_id = tr.session_id or d.get("sessionId")
+        if d.get("version") and not tr.version:
+            tr.version = d["version"]
+            tr.meta = {k: d[k] for k in ("cwd", "gitBranch", "slug") if d.get(k)}
+        if typ == "progress":
+            data = d.get("data") or {}
+            if data.get("type") == "agent_progress" and isinstance(data.get("message"), dict):
+                parent = d.get("parentToolUseID") or data.get("parentToolUseID")
+                if parent:
+                    tr.progress.setdefault(parent, []).append(data["message"])
+                    if data.get("agentId"):
+                        tr.progress_agent[parent] = data["agentId"]
+            return
+        if typ in ("file-history-snapshot", "queue-operation", "summary"):
+            if typ == "summary" and d.get("summary"):
+                tr.meta.setdefault("title", d["summary"])
+            return
+        uuid = d.get("uuid")
+        parent = d.get("parentUuid")
+        base = {"agent_id": tr.agent_id, "depth": tr.depth, "timestamp": ts, "source_line": line}
+        if parent and tr.last_uuid and parent != tr.last_uuid and typ in ("user", "assistant"):
+            base["metadata"] = {"uuid": uuid, "parent_uuid": parent}
+        if uuid:
+            tr.last_uuid = uuid
+        if typ == "system":
+            sub = d.get("subtype")
+            if sub == "compact_boundary":
+                meta = d.get("compactMetadata") or {}
+                step = {
+                    **base,
+                    "kind": "compaction",
+                    "role": "system",
+                    "text": d.get("content"),
+                    "metadata": meta,
+                }
+                tr.steps.append(step)
+                tr.pending_compaction = step
+            elif sub == "api_error":
+                tr.steps.append(
+                    {
+                        **base,
+                        "kind": "system",
+                        "role": "api_error",
+                        "text": as_text(d.get("content")) or str(d.get("error")),
+                        "is_error": True,
+                    }
+                )
+            elif sub == "local_command":
+                tr.steps.append(
+                    {**base, "kind": "system", "role": "local_command", "text": as_text(d.get("content"))}
+                )
+            return
+        msg = d.get("message")
+        if not isinstance(msg, dict):
+            return
+        if typ == "assistant":
+            mid = msg.get("id")
+            model = msg.get("model")
+            if model and model != "<synthetic>" and model not in tr.models:
+                tr.models.append(model)
+            usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
+            first_of_message = bool(mid) and mid not in tr.seen_messages
+            if mid:
+                tr.seen_messages.add(mid)
+            content = msg.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
+            for b in blocks:
+                if not isinstance(b, dict):
+                    continue
+                bt = b.get("type")
+                if bt == "text":
+                    step = {**base, "kind": "assistant", "role": "assistant", "text": b.get("text")}
+                elif bt in ("thinking", "redacted_thinking"):
+                    step = {**base, "kind": "reasoning", "role": "assistant", "text": b.get("thinking")}
+                elif bt in ("tool_use", "server_tool_use"):
+                    step = {
+                        **base,
+                        "kind": "tool_call",
+                        "role": "assistant",
+                        "tool_name": b.get("name"),
+                        "arguments": b.get("input"),
+                        "call_id": b.get("id"),
+                    }
+                    if b.get("name") in _SUBAGENT_TOOLS:
+                        step["tool"] = "subagent"
+                        step["modality"] = "compute"
+                    tr.link.call(step)
+                    if first_of_message and usage:
+                        step.update(_usage_tokens(usage))
+                        first_of_message = False
+                    continue
+                else:
+                    continue
+                if first_of_message and usage:
+                    step.update(_usage_tokens(usage))
+                    first_of_message = False
+                tr.steps.append(step)
+            return
+        if typ == "user":
+            content = msg.get("content")
+            if isinstance(content, str) or (
+                isinstance(content, list)
+                and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+            ):
+                text = as_text(content) or ""
+                if d.get("isCompactSummary"):
+                    if tr.pending_compaction is not None and not tr.pending_compaction.get("_summary"):
+                        tr.pending_compaction["text"] = text
+                        tr.pending_compaction["_summary"] = True
+                    else:
+                        tr.steps.append({**base, "kind": "compaction", "role": "user", "text": text})
+                    return
+                noise = d.get("isMeta") or text.lstrip().startswith(_NOISE_PREFIXES)
+                kind = "system" if noise else "user"
+                tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
+                if kind == "user" and tr.task is None and "<system-reminder>" not in text[:20]:
+                    tr.task = text
+                return
+            tur = d.get("toolUseResult")
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "tool_result":
+                    cid = b.get("tool_use_id")
+                    out = as_text(b.get("content"))
+                    is_err = bool(b.get("is_error"))
+                    fields: dict[str, Any] = {"output": out, "is_error": is_err}
+                    if isinstance(tur, dict):
+                        if tur.get("stderr"):
+                            fields["stderr"] = tur["stderr"]
+                        if tur.get("interrupted"):
+                            fields["timed_out"] = True
+                        if tur.get("agentId"):
+                            tr.spawned[str(tur["agentId"])] = cid
+                        dur = tur.get("durationMs") or tur.get("totalDurationMs")
+                        if isinstance(dur, (int, float)):
+                            fields["duration_s"] = dur / 1000.0
+                    if out and is_err:
+                        m = _EXIT_RE.match(out)
+                        if m:
+                            fields["exit_code"] = int(m.group(1))
+                        if "timed out" in out[:200].lower():
+                            fields["timed_out"] = True
+                    tr.link.result(cid, orphan={**base}, **fields)
+                elif b.get("type") == "text" and b.get("text"):
+                    text = b["text"]
+                    noise = text.lstrip().startswith(_NOISE_PREFIXES)
+                    tr.steps.append(
+                        {**base, "kind": "system" if noise else "user", "role": "user", "text": text}
+                    )
+
+    # -- splicing sub-agents ----------------------------------------------------------------------
+
+    def _splice(
+        self, main: _Transcript, subs: dict[str, _Transcript], anomalies: list[str]
+    ) -> list[dict[str, Any]]:
+        spawned = dict(main.spawned)
+        for tr in subs.values():
+            spawned.update(tr.spawned)
+        by_call: dict[str, list[str]] = {}
+        for aid, cid in spawned.items():
+            if aid in subs:
+                by_call.setdefault(cid, []).append(aid)
+        placed: set[str] = set()
+        compaction_agents = [aid for aid in subs if aid.startswith("acompact")]
+
+        def emit(
+            tr: _Transcript, depth: int, out: list[dict[str, Any]], parent: dict[str, Any] | None
+        ) -> None:
+            compactions = {id(s) for s in tr.steps if s.get("kind") == "compaction"} if tr is main else set()
+            for s in tr.steps:
+                s.pop("_summary", None)
+                if id(s) in compactions and compaction_agents:
+                    aid = compaction_agents.pop(0)
+                    placed.add(aid)
+                    for cs in subs[aid].steps:
+                        cs["depth"] = depth + 1
+                        cs["_parent"] = s
+                        cs["metadata"] = {**(cs.get("metadata") or {}), "compaction_agent": True}
+                        out.append(cs)
+                s["depth"] = depth
+                if parent is not None:
+                    s["_parent"] = parent
+                out.append(s)
+                cid = s.get("call_id") if s.get("kind") == "tool_call" else None
+                for aid in by_call.get(cid or "", []):
+                    if aid not in placed:
+                        placed.add(aid)
+                        emit(subs[aid], depth + 1, out, s)
+
+        out: list[dict[str, Any]] = []
+        emit(main, 0, out, None)
+        for aid, tr in subs.items():
+            if aid not in placed:
+                anomalies.append(f"sub-agent {aid} has no spawning call in the session")
+                emit(tr, 1, out, None)
+        for s in out:
+            if s.get("kind") == "tool_call" and not s.get("_has_result"):
+                anomalies.append(f"call without result {s.get('call_id')}")
+        return out

@@ -1,0 +1,25 @@
+"""The lab store: versioned Parquet tables, atomic writes, and read-only DuckDB views."""
+
+from ._duckdb import DERIVED_VIEWS, check_readonly, connect, fetch_arrow, query, run_readonly, view_names
+from ._lab import Lab, Transaction, table_schema
+from ._manifest import Manifest, atomic_write_text, utcnow
+from ._parts import PartWriter, conform, rows_to_table
+
+__all__ = [
+    "DERIVED_VIEWS",
+    "Lab",
+    "Manifest",
+    "PartWriter",
+    "Transaction",
+    "atomic_write_text",
+    "check_readonly",
+    "conform",
+    "connect",
+    "fetch_arrow",
+    "query",
+    "rows_to_table",
+    "run_readonly",
+    "table_schema",
+    "utcnow",
+    "view_names",
+]

@@ -1,0 +1,146 @@
+"""Read-only DuckDB over a lab: one view per table, file access confined to the lab folder.
+
+User SQL goes through `run_readonly`, which accepts only SELECT-like statements (DuckDB's own parser
+classifies them), and the connection can read nothing outside the lab and write nothing at all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from ..errors import QueryError
+from ..schema import TABLES, arrow_schema
+
+if TYPE_CHECKING:
+    from ._lab import Lab
+
+_ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
+
+# Convenience views every analysis can rely on, defined over the base tables.
+DERIVED_VIEWS: dict[str, str] = {
+    "tool_calls": """
+        SELECT s.*, t.runner, t.model, t.harness, t.benchmark, t.reasoning_effort, t.outcome, t.domain,
+               t.difficulty, t.condition, t.split
+        FROM steps s JOIN trajectories t USING (trajectory_id)
+        WHERE s.kind = 'tool_call'
+    """,
+}
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _duck_type(arrow_type: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type):
+        return _duck_type(arrow_type.value_type) + "[]"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "VARCHAR"
+    if pa.types.is_int64(arrow_type):
+        return "BIGINT"
+    if pa.types.is_integer(arrow_type):
+        return "INTEGER"
+    if pa.types.is_floating(arrow_type):
+        return "DOUBLE"
+    if pa.types.is_boolean(arrow_type):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMPTZ"
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return "BLOB"
+    raise TypeError(f"no DuckDB type for {arrow_type}")
+
+
+def _empty_select(table: str) -> str:
+    cols = ", ".join(f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in arrow_schema(TABLES[table]))
+    return f"SELECT {cols} WHERE false"
+
+
+def view_sql(lab: Lab, table: str) -> str:
+    files = lab.files(table)
+    if not files:
+        return _empty_select(table)
+    cols = ", ".join(f.name for f in arrow_schema(TABLES[table]))
+    file_list = "[" + ", ".join(_sql_str(str(f)) for f in files) + "]"
+    # union_by_name lets parts written by an older schema version (fewer columns) read as nulls.
+    return f"SELECT {cols} FROM read_parquet({file_list}, union_by_name=true)"
+
+
+def connect(
+    lab: Lab, threads: int | None = None, extra_views: dict[str, str] | None = None
+) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    if threads:
+        con.execute(f"SET threads={int(threads)}")
+    con.execute(f"SET allowed_directories=[{_sql_str(str(lab.root) + '/')}]")
+    for table in TABLES:
+        con.execute(f"CREATE VIEW {table} AS {view_sql(lab, table)}")
+    for name, sql in {**DERIVED_VIEWS, **(extra_views or {})}.items():
+        con.execute(f"CREATE VIEW {name} AS {sql}")
+    con.execute("SET enable_external_access=false")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
+        r[0]
+        for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
+    ]
+
+
+def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as e:
+        raise QueryError(f"{e}\nviews available: {', '.join(view_names(con))}") from e
+    if not statements:
+        raise QueryError("empty query")
+    for st in statements:
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind not in _ALLOWED_STATEMENTS:
+            raise QueryError(f"only read-only queries are allowed (got a {kind} statement)")
+
+
+def run_readonly(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None):
+    """Execute user SQL read-only; DuckDB's error message plus the view names on failure."""
+    check_readonly(con, sql)
+    try:
+        rel = con.sql(sql, params=params) if params is not None else con.sql(sql)
+        return rel if rel is not None else con.execute("SELECT NULL WHERE false")
+    except duckdb.Error as e:
+        raise QueryError(f"{e}\nviews available: {', '.join(view_names(con))}") from e
+
+
+def fetch_arrow(result: Any):  # -> pyarrow.Table
+    """A DuckDB relation or cursor result as an Arrow table, across DuckDB versions."""
+    import warnings
+
+    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        fn = getattr(result, name, None)
+        if fn is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                try:
+                    out = fn()
+                except duckdb.Error as e:
+                    raise QueryError(str(e)) from e
+            return out.read_all() if hasattr(out, "read_all") else out
+    raise AttributeError("this DuckDB has no Arrow fetch method")
+
+
+def query(lab: Lab, sql: str, params: list[Any] | dict[str, Any] | None = None, as_: str = "arrow") -> Any:
+    """Run read-only SQL over a lab and return an Arrow table, or a polars/pandas frame (`as_`)."""
+    con = connect(lab)
+    t = fetch_arrow(run_readonly(con, sql, params))
+    if as_ == "polars":
+        import polars as pl
+
+        return pl.from_arrow(t)
+    if as_ == "pandas":
+        return t.to_pandas()
+    return t

@@ -1,0 +1,405 @@
+"""A lab: a folder of plain Parquet tables plus the manifest that says which parts are current.
+
+Layout::
+
+    LAB/lab.json                      manifest (schema version, generation, parts of every table, history)
+    LAB/<table>/part-g<gen>-<id>.parquet
+    LAB/_staging/<txn>/...            parts of a write in progress (ignored by Parquet readers: leading _)
+    LAB/.lock                         writer lock
+
+Any Parquet reader can read `LAB/<table>/*.parquet` directly. Writes are atomic: a crash before the
+manifest is replaced leaves the previous generation intact, and the next writer removes the leftovers.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..errors import LabError, LabLockedError
+from ..schema import SCHEMA_VERSION, TABLES, arrow_schema, default_row
+from ._manifest import (
+    HISTORY_LIMIT,
+    MANIFEST_NAME,
+    Manifest,
+    PartEntry,
+    TableEntry,
+    read_manifest,
+    utcnow,
+    write_manifest,
+)
+from ._migrations import apply_migrations
+from ._parts import PartWriter, conform
+
+STAGING = "_staging"
+LOCK_NAME = ".lock"
+
+
+def table_schema(name: str) -> pa.Schema:
+    return arrow_schema(TABLES[name]) if name in TABLES else _unknown_table(name)
+
+
+def _unknown_table(name: str) -> pa.Schema:
+    raise LabError(f"unknown table {name!r}; known tables: {', '.join(TABLES)}")
+
+
+class Lab:
+    """Read access to a lab, and the entry point for writes (`with lab.write(...) as txn`)."""
+
+    def __init__(self, root: Path, manifest: Manifest):
+        self.root = root
+        self.manifest = manifest
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], create: bool = False) -> Lab:
+        root = Path(path).expanduser().absolute()
+        if not (root / MANIFEST_NAME).exists():
+            if not create:
+                if not root.exists():
+                    raise LabError(f"{root}: no such lab (build one with `trajlab ingest PATH --out {root}`)")
+                raise LabError(f"{root}: not a lab (no {MANIFEST_NAME})")
+            return cls.create(root)
+        manifest = read_manifest(root)
+        if manifest.schema_version > SCHEMA_VERSION:
+            raise LabError(
+                f"{root}: lab schema v{manifest.schema_version} is newer than this trajlab "
+                f"(v{SCHEMA_VERSION}); upgrade trajlab"
+            )
+        lab = cls(root, manifest)
+        if manifest.schema_version < SCHEMA_VERSION:
+            with lab.write("migrate") as txn:
+                apply_migrations(txn)
+        return lab
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str]) -> Lab:
+        root = Path(path).expanduser().absolute()
+        if root.exists() and any(root.iterdir()) and not (root / MANIFEST_NAME).exists():
+            raise LabError(f"{root}: folder exists and is not empty; refusing to turn it into a lab")
+        root.mkdir(parents=True, exist_ok=True)
+        with _lock(root):
+            if (root / MANIFEST_NAME).exists():
+                return cls(root, read_manifest(root))
+            now = utcnow().isoformat()
+            m = Manifest(created_at=now, updated_at=now, trajlab_version=__version__)
+            write_manifest(root, m)
+        return cls(root, m)
+
+    def refresh(self) -> Lab:
+        self.manifest = read_manifest(self.root)
+        return self
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return self.manifest.generation
+
+    def tables(self) -> list[str]:
+        return [t for t in TABLES if self.has(t)]
+
+    def has(self, table: str) -> bool:
+        e = self.manifest.tables.get(table)
+        return e is not None and e.rows > 0
+
+    def rows(self, table: str) -> int:
+        e = self.manifest.tables.get(table)
+        return e.rows if e else 0
+
+    def files(self, table: str) -> list[Path]:
+        e = self.manifest.tables.get(table)
+        return [self.root / p.path for p in e.parts] if e else []
+
+    def dataset(self, table: str) -> ds.Dataset:
+        schema = table_schema(table)
+        files = [str(f) for f in self.files(table)]
+        return ds.dataset(files, schema=schema, format="parquet")
+
+    def read(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        filter: ds.Expression | None = None,
+    ) -> pa.Table:
+        """The whole table (or selected columns/rows) as one Arrow table; empty with the schema if absent."""
+        return self.dataset(table).to_table(columns=list(columns) if columns else None, filter=filter)
+
+    def iter_batches(
+        self, table: str, columns: Sequence[str] | None = None, batch_size: int = 65_536
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream a table in record batches (bounded memory)."""
+        yield from self.dataset(table).to_batches(
+            columns=list(columns) if columns else None, batch_size=batch_size
+        )
+
+    def read_trajectory_steps(self, trajectory_id: str, columns: Sequence[str] | None = None) -> pa.Table:
+        t = self.read("steps", columns, filter=pc.field("trajectory_id") == trajectory_id)
+        return t.sort_by("step_index") if "step_index" in t.column_names else t
+
+    def to_polars(self, table: str, columns: Sequence[str] | None = None):  # -> polars.DataFrame
+        import polars as pl
+
+        return pl.from_arrow(self.read(table, columns))
+
+    def to_pandas(self, table: str, columns: Sequence[str] | None = None):  # -> pandas.DataFrame
+        return self.read(table, columns).to_pandas()
+
+    def connect(self):  # -> duckdb.DuckDBPyConnection
+        """A read-only DuckDB connection with one view per table (see `trajlab.store.connect`)."""
+        from ._duckdb import connect
+
+        return connect(self)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def write(self, operation: str, wait_s: float = 30.0) -> Iterator[Transaction]:
+        """Exclusive write transaction; commits on normal exit, rolls back on exception."""
+        with _lock(self.root, wait_s=wait_s):
+            self.manifest = read_manifest(self.root)
+            _recover(self.root, self.manifest)
+            txn = Transaction(self, operation)
+            try:
+                yield txn
+            except BaseException:
+                txn.abort()
+                raise
+            txn.commit()
+
+    def append(
+        self, table: str, rows: Iterable[Mapping[str, Any]] | pa.Table, operation: str = "append"
+    ) -> None:
+        with self.write(operation) as txn:
+            txn.append(table, rows)
+
+    def replace(
+        self, table: str, rows: Iterable[Mapping[str, Any]] | pa.Table, operation: str = "replace"
+    ) -> None:
+        with self.write(operation) as txn:
+            txn.clear(table)
+            txn.append(table, rows)
+
+
+class Transaction:
+    """Stages new parts and row deletions; `commit` publishes them with one manifest rename."""
+
+    def __init__(self, lab: Lab, operation: str):
+        self.lab = lab
+        self.operation = operation
+        self.generation = lab.manifest.generation + 1
+        self.id = f"g{self.generation:06d}-{uuid.uuid4().hex[:8]}"
+        self.staging_dir = lab.root / STAGING / self.id
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        self._writers: dict[str, PartWriter] = {}
+        self._staged: dict[str, list[tuple[Path, int]]] = {}
+        self._deletes: dict[str, list[tuple[str, set[Any]]]] = {}
+        self._cleared: set[str] = set()
+        self.summary: dict[str, Any] = {}
+        self.done = False
+
+    def writer(self, table: str) -> PartWriter:
+        if table not in self._writers:
+            self._writers[table] = PartWriter(
+                self.staging_dir / table, table_schema(table), default_row(TABLES[table]), self.generation
+            )
+        return self._writers[table]
+
+    def append(self, table: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> None:
+        w = self.writer(table)
+        if isinstance(rows, pa.Table):
+            w.write_table(rows)
+        else:
+            w.extend(rows)
+
+    def add_part(self, table: str, path: Path, rows: int | None = None) -> None:
+        """Adopt a Parquet file written elsewhere (e.g. by a worker process) into this transaction."""
+        path = Path(path)
+        if rows is None:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        if rows == 0:
+            path.unlink(missing_ok=True)
+            return
+        self._staged.setdefault(table, []).append((path, rows))
+
+    def delete(self, table: str, column: str, values: Iterable[Any]) -> None:
+        """Delete rows whose `column` is in `values` (applied at commit by rewriting affected parts)."""
+        vals = set(values)
+        if vals:
+            self._deletes.setdefault(table, []).append((column, vals))
+
+    def clear(self, table: str) -> None:
+        """Drop every existing part of the table (new rows appended in this transaction are kept)."""
+        table_schema(table)
+        self._cleared.add(table)
+
+    def abort(self) -> None:
+        for w in self._writers.values():
+            w.abort()
+        shutil.rmtree(self.staging_dir, ignore_errors=True)
+        self.done = True
+
+    # -- commit ----------------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        if self.done:
+            return
+        lab = self.lab
+        manifest = lab.manifest
+        for table, w in self._writers.items():
+            for path, rows in w.close():
+                self._staged.setdefault(table, []).append((path, rows))
+        changed = set(self._staged) | set(self._deletes) | self._cleared
+        if not changed:
+            self.abort()
+            return
+        now = utcnow().isoformat()
+        new_tables = dict(manifest.tables)
+        obsolete: list[Path] = []
+        moves: list[tuple[Path, Path]] = []
+        stats: dict[str, dict[str, int]] = {}
+        for table in sorted(changed):
+            schema = table_schema(table)
+            old = manifest.tables.get(table, TableEntry())
+            kept: list[PartEntry] = []
+            removed_rows = 0
+            if table in self._cleared:
+                obsolete += [lab.root / p.path for p in old.parts]
+                removed_rows += old.rows
+            else:
+                for part in old.parts:
+                    rewritten = self._apply_deletes(table, part, schema)
+                    if rewritten is None:
+                        kept.append(part)
+                        continue
+                    obsolete.append(lab.root / part.path)
+                    new_path, new_rows = rewritten
+                    removed_rows += part.rows - new_rows
+                    if new_path is not None:
+                        self._staged.setdefault(table, []).append((new_path, new_rows))
+            added = 0
+            for staged, rows in self._staged.get(table, []):
+                final = lab.root / table / staged.name
+                moves.append((staged, final))
+                kept.append(PartEntry(path=f"{table}/{staged.name}", rows=rows, bytes=staged.stat().st_size))
+                added += rows
+            new_tables[table] = TableEntry(
+                parts=kept, schema_version=SCHEMA_VERSION, updated_at=now, generation=self.generation
+            )
+            stats[table] = {"added": added, "removed": removed_rows, "rows": sum(p.rows for p in kept)}
+        # Publish: move staged parts into place, then switch the manifest (the atomic step).
+        for src, dst in moves:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+        history = [
+            *manifest.history,
+            {
+                "generation": self.generation,
+                "operation": self.operation,
+                "at": now,
+                "tables": stats,
+                **self.summary,
+            },
+        ][-HISTORY_LIMIT:]
+        new_manifest = Manifest(
+            format=manifest.format,
+            schema_version=SCHEMA_VERSION,
+            generation=self.generation,
+            created_at=manifest.created_at or now,
+            updated_at=now,
+            trajlab_version=__version__,
+            tables=new_tables,
+            migrations=manifest.migrations,
+            history=history,
+        )
+        write_manifest(lab.root, new_manifest)
+        lab.manifest = new_manifest
+        for p in obsolete:
+            p.unlink(missing_ok=True)
+        shutil.rmtree(self.staging_dir, ignore_errors=True)
+        self.done = True
+
+    def _apply_deletes(
+        self, table: str, part: PartEntry, schema: pa.Schema
+    ) -> tuple[Path | None, int] | None:
+        """None if the part is untouched; else (rewritten path or None if emptied, remaining rows)."""
+        specs = self._deletes.get(table)
+        if not specs:
+            return None
+        path = self.lab.root / part.path
+        pf = pq.ParquetFile(path)
+        mask = None
+        for column, values in specs:
+            if column not in schema.names:
+                raise LabError(f"cannot delete from {table!r} by unknown column {column!r}")
+            col = pf.read(columns=[column]).column(column)
+            m = pc.is_in(col, value_set=pa.array(list(values), type=schema.field(column).type))
+            m = pc.fill_null(m, False)
+            mask = m if mask is None else pc.or_(mask, m)
+        assert mask is not None
+        n_del = pc.sum(mask).as_py() or 0
+        if n_del == 0:
+            return None
+        if n_del == part.rows:
+            return (None, 0)
+        keep = pc.invert(mask)
+        out = self.staging_dir / table / f"rw-{uuid.uuid4().hex[:8]}-{path.name}"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        from ._parts import PARQUET_OPTIONS, new_part_name
+
+        out = out.with_name(new_part_name(self.generation))
+        table_data = conform(pf.read(), schema).filter(keep)
+        pq.write_table(table_data, out, **PARQUET_OPTIONS)
+        return (out, table_data.num_rows)
+
+
+# -- locking and recovery ------------------------------------------------------------------------
+
+
+@contextmanager
+def _lock(root: Path, wait_s: float = 30.0) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LabLockedError(f"{root}: another trajlab process is writing to this lab") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _recover(root: Path, manifest: Manifest) -> None:
+    """Remove what an interrupted write left behind: staging folders and parts not in the manifest."""
+    shutil.rmtree(root / STAGING, ignore_errors=True)
+    referenced = {p.path for t in manifest.tables.values() for p in t.parts}
+    for table in TABLES:
+        d = root / table
+        if not d.is_dir():
+            continue
+        for f in d.glob("part-*.parquet"):
+            if f"{table}/{f.name}" not in referenced:
+                f.unlink(missing_ok=True)

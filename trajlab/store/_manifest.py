@@ -1,0 +1,105 @@
+"""The lab manifest (`lab.json`): which Parquet parts make up each table at the current generation.
+
+The manifest is the commit point of every write: parts are staged, moved into their table folder,
+and only become part of the lab when the new manifest replaces the old one with an atomic rename.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import LabError
+from ..fsutil import atomic_write_text
+from ..schema import SCHEMA_VERSION
+
+MANIFEST_NAME = "lab.json"
+LAB_FORMAT = "trajlab-lab"
+HISTORY_LIMIT = 500
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class PartEntry:
+    path: str  # relative to the lab root, e.g. "steps/part-g000003-1a2b3c4d.parquet"
+    rows: int
+    bytes: int
+
+
+@dataclass
+class TableEntry:
+    parts: list[PartEntry] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+    updated_at: str = ""
+    generation: int = 0
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+
+@dataclass
+class Manifest:
+    format: str = LAB_FORMAT
+    schema_version: int = SCHEMA_VERSION
+    generation: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+    trajlab_version: str = ""
+    tables: dict[str, TableEntry] = field(default_factory=dict)
+    migrations: list[str] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str) -> Manifest:
+        if d.get("format") != LAB_FORMAT:
+            raise LabError(f"{where}: not a trajlab lab manifest (format={d.get('format')!r})")
+        try:
+            tables = {
+                name: TableEntry(
+                    parts=[PartEntry(**p) for p in t.get("parts", [])],
+                    schema_version=int(t.get("schema_version", 1)),
+                    updated_at=t.get("updated_at", ""),
+                    generation=int(t.get("generation", 0)),
+                )
+                for name, t in d.get("tables", {}).items()
+            }
+            return cls(
+                format=d["format"],
+                schema_version=int(d["schema_version"]),
+                generation=int(d.get("generation", 0)),
+                created_at=d.get("created_at", ""),
+                updated_at=d.get("updated_at", ""),
+                trajlab_version=d.get("trajlab_version", ""),
+                tables=tables,
+                migrations=list(d.get("migrations", [])),
+                history=list(d.get("history", [])),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise LabError(f"{where}: corrupt manifest ({e})") from e
+
+
+def read_manifest(root: Path) -> Manifest:
+    path = root / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LabError(
+            f"{root}: not a lab (no {MANIFEST_NAME}); create one with `trajlab ingest ... --out {root}`"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LabError(f"{path}: corrupt manifest: {e}") from e
+    return Manifest.from_dict(data, str(path))
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    atomic_write_text(root / MANIFEST_NAME, manifest.to_json())

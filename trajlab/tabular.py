@@ -1,0 +1,125 @@
+"""Render or write result tables (Arrow) as a terminal table, Markdown, CSV, JSON or Parquet."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .fsutil import atomic_write_text
+
+FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
+
+
+def _cell(v: Any, width: int | None = None) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        s = f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}"
+    elif isinstance(v, (list, dict)):
+        s = json.dumps(v, default=str, ensure_ascii=False)
+    elif isinstance(v, bytes):
+        s = f"<{len(v)} bytes>"
+    else:
+        s = str(v)
+    s = s.replace("\n", "\\n").replace("\r", "\\r")
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    return v
+
+
+def to_arrow(obj: Any) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if hasattr(obj, "to_arrow"):  # polars, duckdb relation
+        return obj.to_arrow() if not hasattr(obj, "fetch_arrow_table") else obj.fetch_arrow_table()
+    if hasattr(obj, "to_dict") and hasattr(obj, "columns"):  # pandas
+        return pa.Table.from_pandas(obj, preserve_index=False)
+    if isinstance(obj, list):
+        return pa.Table.from_pylist(obj)
+    raise TypeError(f"cannot convert {type(obj).__name__} to an Arrow table")
+
+
+def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | None = None) -> str:
+    t = to_arrow(table)
+    rows = t.to_pylist()
+    if max_rows is not None and fmt in ("table", "markdown"):
+        rows = rows[:max_rows]
+    cols = t.column_names
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow(
+                [
+                    ""
+                    if r[c] is None
+                    else (json.dumps(_jsonable(r[c])) if isinstance(r[c], (list, dict)) else _jsonable(r[c]))
+                    for c in cols
+                ]
+            )
+        return buf.getvalue()
+    if fmt == "json":
+        return json.dumps([_jsonable(r) for r in rows], indent=2, ensure_ascii=False)
+    if fmt == "jsonl":
+        return "\n".join(json.dumps(_jsonable(r), ensure_ascii=False) for r in rows) + ("\n" if rows else "")
+    cells = [[_cell(r[c], max_width) for c in cols] for r in rows]
+    if fmt == "markdown":
+        esc = [[c.replace("|", "\\|") for c in row] for row in cells]
+        lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in esc]
+        return "\n".join(lines)
+    if fmt == "table":
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+        sep = "  "
+        lines = [sep.join(c.ljust(w) for c, w in zip(cols, widths)), sep.join("-" * w for w in widths)]
+        lines += [sep.join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+        if max_rows is not None and t.num_rows > max_rows:
+            lines.append(f"... {t.num_rows - max_rows} more rows")
+        return "\n".join(lines)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def write(table: Any, path: str | Path, fmt: str | None = None) -> Path:
+    """Write a result to a file; the format comes from `fmt` or the suffix (.csv .json .jsonl .parquet .md)."""
+    p = Path(path)
+    fmt = fmt or {
+        ".csv": "csv",
+        ".json": "json",
+        ".jsonl": "jsonl",
+        ".parquet": "parquet",
+        ".md": "markdown",
+    }.get(p.suffix.lower(), "csv")
+    t = to_arrow(table)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        tmp = p.with_name(f".{p.name}.tmp")
+        pq.write_table(t, tmp)
+        tmp.replace(p)
+    else:
+        atomic_write_text(p, render(t, fmt, max_width=10**9))
+    return p
