@@ -8,15 +8,34 @@ from collections.abc import Callable
 from ._base import Adapter
 from ._registry import hookimpl
 
-# module name -> adapter class name; one module per runner format.
-BUILTIN_ADAPTERS: dict[str, str] = {
-    "codex_rollout": "CodexRolloutAdapter",
-    "claude_code": "ClaudeCodeAdapter",
+# module (trajlab.formats.<module>) -> adapter classes it defines; one module per runner format.
+BUILTIN_ADAPTERS: dict[str, tuple[str, ...]] = {
+    "codex_rollout": ("CodexRolloutAdapter",),
+    "codex_exec_json": ("CodexExecJsonAdapter",),
+    "claude_code": ("ClaudeCodeAdapter",),
+    "claude_stream_json": ("ClaudeStreamJsonAdapter",),
+    "atif": ("AtifAdapter",),
+    "terminal_bench": ("TerminalBenchAdapter",),
+    "openhands": ("OpenHandsAdapter",),
+    "swe_agent": ("SweAgentAdapter",),
+    "mini_swe_agent": ("MiniSweAgentAdapter",),
+    "inspect_ai": ("InspectEvalAdapter", "InspectJsonAdapter"),
+    "chat_messages": ("ChatMessagesAdapter",),
+    "otel_genai": ("OtelGenAiAdapter",),
+    "llm_in_sandbox": ("LlmInSandboxAdapter",),
+    "kira": ("KiraAdapter",),
+    "who_and_when": ("WhoAndWhenAdapter",),
 }
 
 
 @hookimpl
 def register_adapters(register: Callable[[type[Adapter]], None]) -> None:
-    for module, cls in BUILTIN_ADAPTERS.items():
-        mod = importlib.import_module(f"trajlab.formats.{module}")
-        register(getattr(mod, cls))
+    for module, classes in BUILTIN_ADAPTERS.items():
+        try:
+            mod = importlib.import_module(f"trajlab.formats.{module}")
+        except ModuleNotFoundError as e:
+            if e.name == f"trajlab.formats.{module}":
+                continue  # adapter not written yet (development tree)
+            raise
+        for cls in classes:
+            register(getattr(mod, cls))
