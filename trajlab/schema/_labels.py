@@ -63,6 +63,9 @@ class HumanLabel(Table):
     record_id: str = Field(description="Content hash of the annotation record.")
     trajectory_id: str = Field(description="Reviewed trajectory.")
     annotator: str = Field(description="Who labeled it.")
+    dataset: str = Field(
+        "default", description="Annotation dataset (folder under `annotations/`) the record was loaded from."
+    )
     taxonomy_id: str = Field(description="Taxonomy id.")
     taxonomy_version: str = Field(description="Taxonomy version.")
     category: str = Field(description="Category id, `not_a_failure` or `unsure`.")

@@ -1,0 +1,186 @@
+"""Reading and appending annotation JSONL files: line-exact problems, locked appends, fsync.
+
+Appends open the file with O_APPEND and hold an exclusive `flock` while they check for conflicts and
+write one complete line, so several reviewers (processes) can write the same dataset at once and
+every line stays intact. A file whose last line was cut off (a crash mid-write) keeps that line: the
+next append starts on a fresh line, and readers report the broken line with its number.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InputFileError
+from ..fsutil import fsync_dir
+
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with one line of an annotation file."""
+
+    path: str
+    line: int | None
+    message: str
+    severity: str = "error"  # or "warning": reported, the record is still used
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.severity}: {self.message}"
+
+    def to_error(self) -> InputFileError:
+        return InputFileError(self.path, self.message, self.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "severity": self.severity, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Located(Generic[R]):
+    """A record with the file and 1-based line it was read from."""
+
+    record: R
+    path: Path
+    line: int
+
+
+def _validation_message(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "record"
+        msg = err.get("msg", "invalid")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_line(
+    raw: bytes, path: Path, line: int, model: type[R], last_unterminated: bool = False
+) -> tuple[R | None, Problem | None]:
+    """One line -> a record with its id checked, or a problem naming what is wrong."""
+    p = str(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, Problem(p, line, f"not UTF-8 (byte {e.start})")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        if last_unterminated:
+            return None, Problem(
+                p,
+                line,
+                "half-written last line (no newline at the end; an interrupted write?): "
+                f"{e.msg}. Earlier lines are intact; this line is ignored",
+            )
+        return None, Problem(p, line, f"not valid JSON: {e.msg} (column {e.colno})")
+    if not isinstance(obj, dict):
+        return None, Problem(p, line, f"expected a JSON object, got {type(obj).__name__}")
+    try:
+        rec = model.model_validate(obj)
+    except ValidationError as e:
+        return None, Problem(p, line, _validation_message(e))
+    expected = rec.content_id()  # type: ignore[attr-defined]
+    given = getattr(rec, "record_id", None)
+    if given is None:
+        rec = rec.model_copy(update={"record_id": expected})
+    elif given != expected:
+        return None, Problem(
+            p,
+            line,
+            f"record_id {given} does not match the record's content ({expected}): the line was edited. "
+            "Files are append-only: restore the line and append a new record with "
+            f'"supersedes": "{given}" instead',
+        )
+    return rec, None
+
+
+def iter_lines(data: bytes, start: int = 0) -> Iterator[tuple[int, bytes, bool]]:
+    """(end offset, line bytes without newline, terminated) for each line from `start`."""
+    pos = start
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            yield n, data[pos:], False
+            return
+        yield nl + 1, data[pos:nl], True
+        pos = nl + 1
+
+
+def read_file(
+    path: Path, model: type[R], start: int = 0, first_line: int = 1, complete_only: bool = False
+) -> tuple[list[Located[R]], list[Problem], int, int]:
+    """Parse a JSONL file from byte `start`.
+
+    Returns (records, problems, offset after the last complete line, next line number). With
+    `complete_only` an unterminated last line is left for later (the incremental reader of `append`).
+    """
+    try:
+        with open(path, "rb") as f:
+            if start:
+                f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return [], [], start, first_line
+    records: list[Located[R]] = []
+    problems: list[Problem] = []
+    line = first_line
+    end = start
+    for stop, raw, terminated in iter_lines(data):
+        if not terminated and complete_only:
+            break
+        body = raw.rstrip(b"\r")
+        if body.strip():
+            rec, prob = parse_line(body.strip(), path, line, model, last_unterminated=not terminated)
+            if rec is not None:
+                records.append(Located(rec, path, line))
+            if prob is not None:
+                problems.append(prob)
+        if terminated:
+            end = start + stop
+            line += 1
+    return records, problems, end, line
+
+
+@contextmanager
+def locked(path: Path, create: bool = True) -> Iterator[int]:
+    """An fd of `path` (O_APPEND) held under an exclusive flock for the duration."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not existed:
+            fsync_dir(path.parent)
+        yield fd
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def append_line(fd: int, line: str) -> None:
+    """Write one complete line at the end (starting a fresh line after a cut-off one) and fsync."""
+    data = line.encode("utf-8")
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        data = b"\n" + data
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+    os.fsync(fd)
