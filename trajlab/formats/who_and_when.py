@@ -1,0 +1,215 @@
+"""Who&When failure-attribution logs (ag2ai/Agents_Failure_Attribution, `Who&When/*/<n>.json`).
+
+One file is one failed multi-agent run: `history[{content, role, name?}]` plus the task `question`,
+its `ground_truth`, and a human annotation of the decisive mistake (`mistake_agent`,
+`mistake_step` = 0-based index into `history`, `mistake_reason`). Each history message becomes
+exactly one step, so `steps.step_index == mistake_step` points at the annotated message; the
+question goes into `trajectory.task` instead of an extra step, and the annotation is kept in the
+trajectory metadata under `who_and_when`.
+
+Two subsets: Hand-Crafted (Magentic-One; the agent is the `role`, e.g. `Orchestrator (-> WebSurfer)`)
+and Algorithm-Generated (CaptainAgent/AutoGen; the agent is `name`, roles are `user`/`assistant`).
+A message from the code-executing agent (`Computer_terminal`, `ComputerTerminal`) is stored as a
+`tool_call` step whose arguments are the code blocks of the latest message that had any and whose
+output is the execution result, still one step per message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
+
+_TERMINALS = {"computer_terminal", "computerterminal"}
+_ROLE_AGENT_RE = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<what>[^)]*)\)\s*$")
+_CODE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
+_EXIT_RES = (
+    re.compile(r"exitcode:\s*(-?\d+)"),
+    re.compile(r"exited with Unix exit code:\s*(-?\d+)"),
+    re.compile(r"exit code:?\s*(-?\d+)", re.I),
+)
+_FINAL_RE = re.compile(r"FINAL ANSWER:\s*(.+)")
+_PY_LANGS = {"python", "py", "python3", "ipython", ""}
+_SH_LANGS = {"sh", "bash", "shell", "console", "zsh"}
+_MARKERS = (b'"mistake_agent"', b'"mistake_step"', b'"question_ID"')
+
+
+def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
+    """(agent id, what) from a message: `name` when present, else the role with `(thought)` etc. split off."""
+    name = msg.get("name")
+    role = str(msg.get("role") or "")
+    if isinstance(name, str) and name:
+        return name, None
+    m = _ROLE_AGENT_RE.match(role)
+    if m:
+        return m.group("agent").strip(), m.group("what").strip()
+    return role or "unknown", None
+
+
+def _code_blocks(text: str) -> list[tuple[str, str]]:
+    return [(lang.lower(), code) for lang, code in _CODE_RE.findall(text or "")]
+
+
+def _exec_call(blocks: list[tuple[str, str]] | None) -> tuple[str, dict[str, Any] | None]:
+    if not blocks:
+        return "execute_code", None
+    langs = {lang for lang, _ in blocks}
+    code = "\n".join(c for _, c in blocks)
+    if langs <= _PY_LANGS:
+        return "python", {"code": code}
+    if langs <= _SH_LANGS:
+        return "bash", {"command": code}
+    return "execute_code", {"code_blocks": [{"language": lang, "code": c} for lang, c in blocks]}
+
+
+def _exit_code(text: str) -> int | None:
+    head = text[:300]
+    for rx in _EXIT_RES:
+        m = rx.search(head)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+class WhoAndWhenAdapter(Adapter):
+    name = "who-and-when"
+    runner = "who_and_when"
+    extensions = (".json",)
+    priority = 30
+    description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
+
+    def sniff(self, path: Path, head_bytes: bytes) -> bool:
+        if head_bytes.lstrip()[:1] != b"{":
+            return False
+        if any(m in head_bytes for m in _MARKERS):
+            return True
+        # Hand-Crafted files put a long `history` first: look for the annotation at the end instead.
+        if b'"history"' not in head_bytes[:256]:
+            return False
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - 8192))
+                tail = f.read()
+        except OSError:
+            return False
+        return any(m in tail for m in _MARKERS)
+
+    def why_not(self, path: Path, head_bytes: bytes) -> str:
+        return "no Who&When annotation keys (mistake_agent/mistake_step/question_ID)"
+
+    def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
+        path = unit.primary
+        d = load_json(path, ctx)
+        if d is None:
+            return
+        if not isinstance(d, dict) or not isinstance(d.get("history"), list):
+            ctx.quarantine(path, "not a Who&When log: expected an object with a `history` list", "schema")
+            return
+        ctx.seen_ok()
+        anomalies: list[str] = []
+        steps: list[dict[str, Any]] = []
+        last_blocks: list[tuple[str, str]] | None = None
+        last_blocks_at: int | None = None
+        agents: list[str] = []
+        for i, msg in enumerate(d["history"]):
+            if not isinstance(msg, dict):
+                # Keep the slot so that step_index still equals the history index.
+                anomalies.append(f"history[{i}] is not a message object")
+                steps.append({"kind": "system", "role": None, "text": as_text(msg), "source_line": i})
+                continue
+            agent, what = _agent_of(msg)
+            text = as_text(msg.get("content")) or ""
+            role = msg.get("role")
+            base = {"role": role, "agent_id": agent, "source_line": i}
+            if agent not in agents and role != "human":
+                agents.append(agent)
+            if agent.lower() in _TERMINALS:
+                tool_name, args = _exec_call(last_blocks)
+                code = _exit_code(text)
+                step = {
+                    **base,
+                    "kind": "tool_call",
+                    "tool_name": tool_name,
+                    "arguments": args,
+                    "output": text,
+                    "exit_code": code,
+                    "is_error": (code not in (0, None)) or args is None,
+                    "metadata": {"executes_step": last_blocks_at} if args is not None else None,
+                }
+                if args is None:
+                    anomalies.append(f"history[{i}]: execution output without a preceding code block")
+                last_blocks = None
+                steps.append(step)
+                continue
+            if role == "human":
+                # The person asking is not one of the agents: their message belongs to `main`.
+                steps.append({**base, "kind": "user", "text": text, "agent_id": "main"})
+            elif what == "thought":
+                steps.append({**base, "kind": "reasoning", "text": text})
+            else:
+                step = {**base, "kind": "assistant", "text": text}
+                if what and what.startswith("->"):
+                    step["metadata"] = {"to": what[2:].strip()}
+                steps.append(step)
+            blocks = _code_blocks(text)
+            if blocks:
+                last_blocks, last_blocks_at = blocks, i
+        subset = "Algorithm-Generated" if "system_prompt" in d or "is_correct" in d else "Hand-Crafted"
+        if path.parent.name in ("Hand-Crafted", "Algorithm-Generated"):
+            subset = path.parent.name
+        ann = {
+            "mistake_agent": d.get("mistake_agent"),
+            "mistake_step": _int(d.get("mistake_step")),
+            "mistake_reason": d.get("mistake_reason"),
+            "is_corrected": d.get("is_corrected"),
+        }
+        if d.get("mistake_type") is not None:
+            ann["mistake_type"] = d["mistake_type"]
+        ms = ann["mistake_step"]
+        if ms is None or not 0 <= ms < len(steps):
+            anomalies.append(f"mistake_step {d.get('mistake_step')!r} is not an index into history")
+        elif ann["mistake_agent"] and steps[ms].get("agent_id") != ann["mistake_agent"]:
+            anomalies.append(
+                f"mistake_step {ms} was said by {steps[ms].get('agent_id')!r}, not {ann['mistake_agent']!r}"
+            )
+        if "is_correct" in d and isinstance(d["is_correct"], bool):
+            outcome = "success" if d["is_correct"] else "failure"
+            source = "who_and_when:is_correct"
+        else:
+            outcome, source = "failure", "who_and_when:annotated_failure"
+        final = None
+        for s in reversed(steps):
+            m = _FINAL_RE.search(s.get("text") or s.get("output") or "")
+            if m:
+                final = m.group(1).strip()
+                break
+        meta: dict[str, Any] = {"who_and_when": ann, "subset": subset, "agents": agents}
+        if d.get("system_prompt") is not None:
+            meta["system_prompt"] = d["system_prompt"]
+        t: dict[str, Any] = {
+            "task": d.get("question"),
+            "task_id": d.get("question_ID"),
+            "benchmark": "who_and_when",
+            "difficulty": str(d["level"]) if d.get("level") is not None else None,
+            "harness": "magentic-one" if subset == "Hand-Crafted" else "captain-agent",
+            "expected_answer": None if d.get("ground_truth") is None else str(d["ground_truth"]),
+            "final_answer": final,
+            "outcome": outcome,
+            "outcome_source": source,
+            "metadata": meta,
+            "anomalies": anomalies,
+        }
+        native = f"{subset}/{path.stem}:{d.get('question_ID') or ''}"
+        yield ParsedTrajectory(t, steps, native_key=native)
