@@ -42,6 +42,11 @@ class DagNode(Table):
         default_factory=list, description="Artifacts (paths, URLs, ids, values) the step produced."
     )
     consumes: list[str] = Field(default_factory=list, description="Artifacts the step used.")
+    depth: int = Field(0, description="Sub-agent nesting depth of the step (0 = main agent).")
+    parallel_batch: int | None = Field(
+        None,
+        description="For tool calls issued together in one model response: node id of the batch's first call.",
+    )
 
 
 class DagEdge(Table):
@@ -88,6 +93,14 @@ class DagMetrics(Table):
     )
     anomalies: list[str] = Field(
         default_factory=list, description="Graph anomalies (duplicate call ids, orphan results...)."
+    )
+    answer_step: int | None = Field(
+        None,
+        description="Node id holding the final answer (last main-agent message or submit call); null if none.",
+    )
+    required_modalities: list[str] = Field(
+        default_factory=list,
+        description="Modalities the task calls for (from trajectories.domain and the task's media files).",
     )
     built_at: datetime = Field(description="When the DAG was built (UTC).")
     dag_version: int = Field(1, description="Version of the DAG rules that built it.")
