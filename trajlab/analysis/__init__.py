@@ -1,0 +1,59 @@
+"""Tool-usage analytics: plain `.sql` analyses over a lab (trajlab/analysis/sql/) and their Python API.
+
+Each function returns an `AnalysisResult` (Arrow table + the exact SQL + params + what the lab is
+missing). Statistics SQL does not do well (bootstrap over trajectories, exact and permutation tests,
+multiple-comparison corrections) run vectorized in numpy on the SQL's per-trajectory output.
+See docs/analysis.md.
+"""
+
+from ._analyses import (
+    FAILURE_SOURCES,
+    capability_usage,
+    error_recovery,
+    failure_distribution,
+    step_funnel,
+    token_efficiency,
+)
+from ._catalog import GROUP_COLUMNS, AnalysisInfo, get_analysis, list_analyses, normalize_by, parse_value
+from ._gaps import gaps, gaps_schema
+from ._result import AnalysisResult, read_metadata
+from ._run import LabFacts, connection, lab_facts, run_analysis, run_sql
+from ._stats import CORRECTIONS, TESTS, adjust_pvalues
+
+ANALYSES: dict[str, str] = {
+    "gaps": "gaps",
+    "capability": "capability_usage",
+    "tokens": "token_efficiency",
+    "failures": "failure_distribution",
+    "funnel": "step_funnel",
+    "recovery": "error_recovery",
+}
+"""Shipped analyses that have a Python API (with statistics and missing-data checks), by SQL name."""
+
+__all__ = [
+    "ANALYSES",
+    "CORRECTIONS",
+    "FAILURE_SOURCES",
+    "GROUP_COLUMNS",
+    "TESTS",
+    "AnalysisInfo",
+    "AnalysisResult",
+    "LabFacts",
+    "adjust_pvalues",
+    "capability_usage",
+    "connection",
+    "error_recovery",
+    "failure_distribution",
+    "gaps",
+    "gaps_schema",
+    "get_analysis",
+    "lab_facts",
+    "list_analyses",
+    "normalize_by",
+    "parse_value",
+    "read_metadata",
+    "run_analysis",
+    "run_sql",
+    "step_funnel",
+    "token_efficiency",
+]

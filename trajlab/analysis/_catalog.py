@@ -1,0 +1,193 @@
+"""The catalog of shipped `.sql` analyses: their header docs, parameters and placeholders.
+
+Every file in `trajlab/analysis/sql/` starts with a comment header::
+
+    -- @title One line saying what it computes
+    -- @kind analysis            (or `view`: also registered as a DuckDB view of that name)
+    -- @by model, domain         (default grouping of the Python API, optional)
+    -- @param bins=10 what the parameter means       (a DuckDB `$bins` parameter and its default)
+    -- free text ...
+
+Two placeholders let one file serve any grouping; they are filled in before DuckDB sees the SQL:
+`{{by}}` becomes the grouping columns each followed by a comma (`model, harness, `) and
+`{{partition_by}}` becomes `PARTITION BY model, harness` (both become nothing without grouping).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, QueryError
+
+GROUP_COLUMNS: tuple[str, ...] = (
+    "model",
+    "harness",
+    "benchmark",
+    "reasoning_effort",
+    "domain",
+    "difficulty",
+    "runner",
+    "format",
+    "condition",
+    "split",
+    "task_id",
+)
+"""Trajectory columns an analysis can be grouped by."""
+
+GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "reasoning_effort"}
+
+PLACEHOLDERS = ("by", "partition_by")
+_PLACEHOLDER_RE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_PARAM_RE = re.compile(r"^@param\s+(\w+)=(\S*)\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class AnalysisInfo:
+    """One shipped `.sql` file: its name, documentation, parameters (with defaults) and placeholders."""
+
+    name: str
+    title: str
+    kind: str
+    description: str
+    path: Path
+    params: dict[str, Any] = field(default_factory=dict)
+    param_docs: dict[str, str] = field(default_factory=dict)
+    default_by: tuple[str, ...] = ()
+    placeholders: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def groupable(self) -> bool:
+        return "by" in self.placeholders
+
+
+def parse_value(raw: str) -> Any:
+    """A parameter value from text: empty -> None, integers, floats, true/false, else the string."""
+    s = raw.strip()
+    if s == "" or s.lower() in ("null", "none"):
+        return None
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(s)
+        except ValueError:
+            pass
+    return s
+
+
+def parse_header(name: str, path: Path, text: str) -> AnalysisInfo:
+    title, kind, by = name, "analysis", ()
+    params: dict[str, Any] = {}
+    docs: dict[str, str] = {}
+    desc: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            if line.strip():
+                break
+            continue
+        body = line[2:].strip()
+        if body.startswith("@title"):
+            title = body[len("@title") :].strip()
+        elif body.startswith("@kind"):
+            kind = body[len("@kind") :].strip()
+        elif body.startswith("@by"):
+            by = tuple(c.strip() for c in body[len("@by") :].split(",") if c.strip())
+        elif m := _PARAM_RE.match(body):
+            params[m.group(1)] = parse_value(m.group(2))
+            docs[m.group(1)] = m.group(3).strip()
+        else:
+            desc.append(body)
+    if kind not in ("analysis", "view"):
+        raise ConfigError(f"{path}: @kind must be `analysis` or `view`, not {kind!r}")
+    found = tuple(dict.fromkeys(_PLACEHOLDER_RE.findall(text)))
+    return AnalysisInfo(
+        name=name,
+        title=title,
+        kind=kind,
+        description="\n".join(desc).strip(),
+        path=path,
+        params=params,
+        param_docs=docs,
+        default_by=by,
+        placeholders=found,
+    )
+
+
+@cache
+def _catalog() -> dict[str, AnalysisInfo]:
+    root = resources.files("trajlab.analysis") / "sql"
+    out: dict[str, AnalysisInfo] = {}
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            name = entry.name[: -len(".sql")]
+            path = Path(str(entry))
+            out[name] = parse_header(name, path, entry.read_text(encoding="utf-8"))
+    return out
+
+
+def list_analyses(kind: str | None = None) -> list[AnalysisInfo]:
+    """The shipped SQL analyses (and views), sorted by name; `kind` filters to `analysis` or `view`."""
+    return [a for a in _catalog().values() if kind is None or a.kind == kind]
+
+
+def get_analysis(name: str) -> AnalysisInfo:
+    try:
+        return _catalog()[name]
+    except KeyError:
+        known = ", ".join(_catalog())
+        raise QueryError(f"no analysis named {name!r}; known: {known}") from None
+
+
+def view_sql() -> dict[str, str]:
+    """The `@kind view` files as {view name: SQL}, registered on every analysis connection."""
+    return {a.name: a.text for a in list_analyses("view")}
+
+
+def normalize_by(by: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Validated grouping columns (aliases resolved, duplicates dropped); raises ConfigError."""
+    if by is None:
+        return ()
+    items = [by] if isinstance(by, str) else list(by)
+    cols: list[str] = []
+    for item in items:
+        for raw in str(item).split(","):
+            c = raw.strip().lower()
+            if not c:
+                continue
+            c = GROUP_ALIASES.get(c, c)
+            if c not in GROUP_COLUMNS:
+                raise ConfigError(
+                    f"cannot group by {raw.strip()!r}; choose from {', '.join(GROUP_COLUMNS)} "
+                    f"(alias: effort = reasoning_effort)"
+                )
+            if c not in cols:
+                cols.append(c)
+    return tuple(cols)
+
+
+def expand(sql: str, by: Sequence[str] = ()) -> str:
+    """Fill the `{{by}}` / `{{partition_by}}` placeholders for the (already validated) grouping."""
+    found = set(_PLACEHOLDER_RE.findall(sql))
+    unknown = found - set(PLACEHOLDERS)
+    if unknown:
+        raise ConfigError(
+            f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in sorted(unknown))}; "
+            f"known: {{{{by}}}}, {{{{partition_by}}}}"
+        )
+    if by and "by" not in found:
+        raise ConfigError("this query has no {{by}} placeholder, so it cannot be grouped")
+    values = {
+        "by": "".join(f"{c}, " for c in by),
+        "partition_by": ("PARTITION BY " + ", ".join(by)) if by else "",
+    }
+    return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], sql)

@@ -1,0 +1,296 @@
+"""`gaps`: which tools are over-represented in successful vs failed trajectories, with honest statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import scipy.sparse as sp
+from tqdm import tqdm
+
+from ..errors import ConfigError
+from ._catalog import expand, get_analysis, normalize_by
+from ._result import AnalysisResult
+from ._run import LabLike, execute, lab_facts
+from ._stats import (
+    CORRECTIONS,
+    TESTS,
+    adjust_pvalues,
+    bootstrap_rates,
+    fisher_pvalues,
+    percentile_interval,
+    permutation_pvalues,
+)
+
+_FLOAT_COLUMNS = (
+    "share_success",
+    "share_failure",
+    "gap",
+    "gap_ci_low",
+    "gap_ci_high",
+    "usage_success",
+    "usage_failure",
+    "usage_gap",
+    "usage_gap_ci_low",
+    "usage_gap_ci_high",
+    "p_value",
+    "p_adjusted",
+)
+_INT_COLUMNS = (
+    "n_calls",
+    "calls_success",
+    "calls_failure",
+    "n_traj_success",
+    "n_traj_failure",
+    "traj_using_success",
+    "traj_using_failure",
+)
+
+
+def gaps_schema(by: Iterable[str] = ()) -> pa.Schema:
+    """The columns of a `gaps` result (group columns first)."""
+    fields = [pa.field(c, pa.string()) for c in by]
+    fields.append(pa.field("tool", pa.string()))
+    fields += [pa.field(c, pa.int64()) for c in _INT_COLUMNS]
+    fields += [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS[:10]]
+    fields += [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS[10:]]
+    fields += [
+        pa.field("supported", pa.bool_()),
+        pa.field("significant", pa.bool_()),
+        pa.field("favors", pa.string()),
+        pa.field("note", pa.string()),
+    ]
+    return pa.schema(fields)
+
+
+def _check(n_boot: int, alpha: float, correction: str, test: str, min_support: int, min_traj: int) -> None:
+    if not isinstance(n_boot, int) or n_boot < 0:
+        raise ConfigError(f"n_boot must be an integer >= 0, not {n_boot!r}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1, not {alpha!r}")
+    if correction not in CORRECTIONS:
+        raise ConfigError(f"correction must be one of {', '.join(CORRECTIONS)}, not {correction!r}")
+    if test not in TESTS:
+        raise ConfigError(f"test must be one of {', '.join(TESTS)}, not {test!r}")
+    if min_support < 0 or min_traj < 0:
+        raise ConfigError("min_support and min_trajectories must be >= 0")
+
+
+def gaps(
+    lab: LabLike,
+    by: str | Iterable[str] = (),
+    min_support: int = 10,
+    min_trajectories: int = 5,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    test: str = "fisher",
+    n_perm: int = 1000,
+    progress: bool = True,
+) -> AnalysisResult:
+    """Per tool (and group): call shares and usage rates in successful vs failed trajectories, and the gap.
+
+    - `gap` = share_success - share_failure, where a share is the tool's calls over all calls of the
+      trajectories with that outcome; `usage_gap` = usage_success - usage_failure, where usage is the
+      share of trajectories calling the tool at least once.
+    - `gap_ci_*` / `usage_gap_ci_*`: percentile bootstrap intervals at level 1 - alpha, from `n_boot`
+      replicates that resample trajectories (not calls) with replacement within each outcome.
+    - `p_value`: two-sided Fisher exact test on per-trajectory usage (`test="fisher"`), or a permutation
+      test of the call-share gap that shuffles outcomes over trajectories (`test="permutation"`).
+      `p_adjusted` corrects over all supported rows of the result (`correction`: holm, bh, bonferroni, none).
+    - `supported`: at least `min_support` calls and `min_trajectories` trajectories using the tool, and
+      both outcomes present in the group. Unsupported rows stay in the table (flagged, with a `note`),
+      are left out of the correction, and are never `significant`.
+    """
+    cols = normalize_by(by)
+    _check(n_boot, alpha, correction, test, min_support, min_trajectories)
+    params: dict[str, Any] = {
+        "by": list(cols),
+        "min_support": min_support,
+        "min_trajectories": min_trajectories,
+        "n_boot": n_boot,
+        "seed": seed,
+        "alpha": alpha,
+        "correction": correction,
+        "test": test,
+    }
+    if test == "permutation":
+        params["n_perm"] = n_perm
+    facts = lab_facts(lab)
+    missing = facts.missing_basics()
+    outcome_missing = facts.missing_outcomes() if not missing else []
+    notes: list[str] = []
+    if facts.n_unknown and facts.n_trajectories:
+        notes.append(f"{facts.n_unknown} trajectories with unknown outcome are left out")
+    if missing or outcome_missing == ["no outcomes"]:
+        sql = expand(get_analysis("gaps_per_trajectory").text, cols)
+        return AnalysisResult(
+            "gaps", gaps_schema(cols).empty_table(), sql, params, missing + outcome_missing, notes
+        )
+    table, sql, _, _ = execute(lab, "gaps_per_trajectory", by=cols)
+    rows = _compute(table, cols, min_support, min_trajectories, n_boot, seed, alpha, test, n_perm, progress)
+    p_adj = adjust_pvalues(np.where(rows["supported"], rows["p_value"], np.nan), correction)
+    rows["p_adjusted"] = p_adj
+    rows["significant"] = rows["supported"] & (np.nan_to_num(p_adj, nan=1.0) < alpha)
+    out = pa.Table.from_pydict(
+        {f.name: pa.array(rows[f.name], type=f.type, from_pandas=True) for f in gaps_schema(cols)},
+        schema=gaps_schema(cols),
+    )
+    n_groups_missing = sum(1 for n in rows["note"] if n and "no " in n and "trajectories in this group" in n)
+    if n_groups_missing:
+        notes.append(f"{n_groups_missing} rows belong to groups lacking one outcome: no gap there")
+    return AnalysisResult("gaps", out, sql, params, outcome_missing, notes)
+
+
+def _groups(table: pa.Table, cols: tuple[str, ...]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """(group key, row indices) per group, ordered by key with nulls last."""
+    if not cols:
+        return [((), np.arange(table.num_rows))]
+    import polars as pl
+
+    df = pl.from_arrow(table.select(list(cols))).with_row_index("_row")
+    grouped = (
+        df.group_by(list(cols), maintain_order=True).agg(pl.col("_row")).sort(list(cols), nulls_last=True)
+    )
+    out = []
+    for rec in grouped.iter_rows(named=True):
+        key = tuple(rec[c] for c in cols)
+        out.append((key, np.asarray(rec["_row"], dtype=np.int64)))
+    return out
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    enc = pc.dictionary_encode(col).combine_chunks()
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    return idx, enc.dictionary.to_pylist()
+
+
+def _compute(
+    table: pa.Table,
+    cols: tuple[str, ...],
+    min_support: int,
+    min_traj: int,
+    n_boot: int,
+    seed: int,
+    alpha: float,
+    test: str,
+    n_perm: int,
+    progress: bool,
+) -> dict[str, Any]:
+    traj_idx, _ = _codes(table.column("trajectory_id"))
+    tool_enc = pc.dictionary_encode(table.column("tool")).combine_chunks()
+    tool_valid = tool_enc.indices.is_valid().to_numpy(zero_copy_only=False)
+    tool_idx = tool_enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    tool_names = tool_enc.dictionary.to_pylist()
+    success = table.column("success").to_numpy()
+    n_calls = table.column("n_calls").to_numpy().astype(np.float64)
+
+    groups = _groups(table, cols)
+    seeds = np.random.SeedSequence(seed).spawn(len(groups))
+    rows: dict[str, list[Any]] = {f.name: [] for f in gaps_schema(cols)}
+    bar = tqdm(groups, desc="gaps", unit="group", disable=(not progress) or None, leave=False)
+    for (key, r), ss in zip(bar, seeds):
+        rng = np.random.default_rng(ss)
+        local_traj, first = np.unique(traj_idx[r], return_inverse=True)
+        n_t = len(local_traj)
+        valid = tool_valid[r]
+        tools_here, tool_local = np.unique(tool_idx[r][valid], return_inverse=True)
+        if len(tools_here) == 0:
+            continue
+        counts = sp.csr_matrix((n_calls[r][valid], (first[valid], tool_local)), shape=(n_t, len(tools_here)))
+        s_local = np.zeros(n_t, dtype=bool)
+        s_local[first] = success[r]
+        c_s, c_f = counts[s_local], counts[~s_local]
+        n_s, n_f = int(s_local.sum()), int((~s_local).sum())
+        calls_s = np.asarray(c_s.sum(axis=0)).ravel()
+        calls_f = np.asarray(c_f.sum(axis=0)).ravel()
+        users_s = np.asarray((c_s > 0).sum(axis=0)).ravel()
+        users_f = np.asarray((c_f > 0).sum(axis=0)).ravel()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share_s = calls_s / calls_s.sum() if calls_s.sum() else np.full(len(calls_s), np.nan)
+            share_f = calls_f / calls_f.sum() if calls_f.sum() else np.full(len(calls_f), np.nan)
+            usage_s = users_s / n_s if n_s else np.full(len(users_s), np.nan)
+            usage_f = users_f / n_f if n_f else np.full(len(users_f), np.nan)
+        k = len(tools_here)
+        nan = np.full(k, np.nan)
+        both = n_s > 0 and n_f > 0
+        if both and n_boot > 0:
+            bs_share_s, bs_use_s = bootstrap_rates(c_s, n_boot, rng)
+            bs_share_f, bs_use_f = bootstrap_rates(c_f, n_boot, rng)
+            gap_lo, gap_hi = percentile_interval(bs_share_s - bs_share_f, alpha)
+            use_lo, use_hi = percentile_interval(bs_use_s - bs_use_f, alpha)
+        else:
+            gap_lo = gap_hi = use_lo = use_hi = nan
+        if not both:
+            pvals = nan
+        elif test == "fisher":
+            pvals = fisher_pvalues(users_s, n_s, users_f, n_f)
+        else:
+            pvals = permutation_pvalues(counts, s_local, n_perm, rng)
+        total_calls = calls_s + calls_f
+        total_users = users_s + users_f
+        for j in range(k):
+            note = None
+            if not both:
+                note = f"no {'failed' if n_f == 0 else 'successful'} trajectories in this group"
+            elif total_calls[j] < min_support:
+                note = f"{int(total_calls[j])} calls < min_support {min_support}"
+            elif total_users[j] < min_traj:
+                note = f"used in {int(total_users[j])} trajectories < min_trajectories {min_traj}"
+            for c, v in zip(cols, key):
+                rows[c].append(v)
+            gap = share_s[j] - share_f[j]
+            rows["tool"].append(tool_names[tools_here[j]])
+            rows["n_calls"].append(int(total_calls[j]))
+            rows["calls_success"].append(int(calls_s[j]))
+            rows["calls_failure"].append(int(calls_f[j]))
+            rows["n_traj_success"].append(n_s)
+            rows["n_traj_failure"].append(n_f)
+            rows["traj_using_success"].append(int(users_s[j]))
+            rows["traj_using_failure"].append(int(users_f[j]))
+            rows["share_success"].append(share_s[j])
+            rows["share_failure"].append(share_f[j])
+            rows["gap"].append(gap)
+            rows["gap_ci_low"].append(gap_lo[j])
+            rows["gap_ci_high"].append(gap_hi[j])
+            rows["usage_success"].append(usage_s[j])
+            rows["usage_failure"].append(usage_f[j])
+            rows["usage_gap"].append(usage_s[j] - usage_f[j])
+            rows["usage_gap_ci_low"].append(use_lo[j])
+            rows["usage_gap_ci_high"].append(use_hi[j])
+            rows["p_value"].append(pvals[j])
+            rows["p_adjusted"].append(np.nan)
+            rows["supported"].append(note is None)
+            rows["significant"].append(False)
+            rows["favors"].append(
+                None if not np.isfinite(gap) or gap == 0 else ("success" if gap > 0 else "failure")
+            )
+            rows["note"].append(note)
+    return _sorted(rows, cols)
+
+
+def _sorted(rows: dict[str, list[Any]], cols: tuple[str, ...]) -> dict[str, Any]:
+    """Rows in group order (already sorted), then by gap descending (NaN last), then tool name."""
+    n = len(rows["tool"])
+    out: dict[str, Any] = {}
+    if n == 0:
+        out = {k: list(v) for k, v in rows.items()}
+    else:
+        gap = np.asarray(rows["gap"], dtype=np.float64)
+        group_pos = np.zeros(n, dtype=np.int64)
+        if cols:
+            keys = [tuple(rows[c][i] for c in cols) for i in range(n)]
+            order_of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+            group_pos = np.array([order_of[k] for k in keys])
+        tools = np.asarray(rows["tool"], dtype=object)
+        tool_rank = np.argsort(np.argsort(tools.astype(str), kind="stable"), kind="stable")
+        order = np.lexsort((tool_rank, np.where(np.isnan(gap), np.inf, -gap), group_pos))
+        out = {k: [v[i] for i in order] for k, v in rows.items()}
+    for k in ("supported", "significant"):
+        out[k] = np.asarray(out[k], dtype=bool)
+    out["p_value"] = np.asarray(out["p_value"], dtype=np.float64)
+    return out

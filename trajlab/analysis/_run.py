@@ -1,0 +1,218 @@
+"""Running SQL analyses over a lab: connections (with the analysis views), parameters, and lab facts."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import duckdb
+import pyarrow as pa
+
+from ..errors import ConfigError, QueryError
+from ..store import Lab, check_readonly, connect, fetch_arrow, run_readonly
+from ._catalog import AnalysisInfo, expand, get_analysis, normalize_by, parse_header, view_sql
+from ._result import AnalysisResult
+
+LabLike = Union[Lab, str, "os.PathLike[str]"]
+
+LABEL_TABLES: dict[str, str] = {
+    "judge": "judge_labels",
+    "human": "human_labels",
+    "gold": "gold_labels",
+    "predicted": "predicted_labels",
+}
+
+_CACHE_SIZE = 4
+_cache: OrderedDict[tuple[str, int], tuple[duckdb.DuckDBPyConnection, dict[str, Any]]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def open_lab(lab: LabLike) -> Lab:
+    return lab if isinstance(lab, Lab) else Lab.open(lab)
+
+
+def _base(lab: Lab) -> tuple[duckdb.DuckDBPyConnection, dict[str, Any]]:
+    key = (str(lab.root), lab.generation)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+        con = connect(lab, extra_views=view_sql())
+        entry = (con, {})
+        _cache[key] = entry
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)[1][0].close()
+        return entry
+
+
+def connection(lab: LabLike) -> duckdb.DuckDBPyConnection:
+    """A read-only DuckDB cursor over the lab: one view per table, `tool_calls`, and the analysis views.
+
+    Connections are cached per lab folder and generation, so repeated analyses reuse DuckDB's Parquet
+    metadata; each call returns its own cursor (safe to use from another thread).
+    """
+    return _base(open_lab(lab))[0].cursor()
+
+
+@dataclass
+class LabFacts:
+    """What a lab holds, so that an analysis can say what is missing instead of dividing by zero."""
+
+    n_trajectories: int = 0
+    n_success: int = 0
+    n_failure: int = 0
+    n_with_tokens: int = 0
+    n_tool_calls: int = 0
+    n_tool_errors: int = 0
+    labels: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_unknown(self) -> int:
+        return self.n_trajectories - self.n_success - self.n_failure
+
+    def missing_basics(self, need_calls: bool = True) -> list[str]:
+        if self.n_trajectories == 0:
+            return ["no trajectories"]
+        if need_calls and self.n_tool_calls == 0:
+            return ["no tool calls"]
+        return []
+
+    def missing_outcomes(self) -> list[str]:
+        """`no outcomes`, or which of the two outcome classes is absent."""
+        if self.n_success == 0 and self.n_failure == 0:
+            return ["no outcomes"]
+        out = []
+        if self.n_success == 0:
+            out.append("no successful trajectories")
+        if self.n_failure == 0:
+            out.append("no failed trajectories")
+        return out
+
+
+def lab_facts(lab: LabLike) -> LabFacts:
+    lab = open_lab(lab)
+    con, memo = _base(lab)
+    if "facts" not in memo:
+        cur = con.cursor()
+        row = cur.execute(
+            """
+            SELECT
+                (SELECT count(*) FROM trajectories),
+                (SELECT count(*) FROM trajectories WHERE outcome = 'success'),
+                (SELECT count(*) FROM trajectories WHERE outcome = 'failure'),
+                (SELECT count(*) FROM trajectories
+                 WHERE coalesce(total_tokens, input_tokens, output_tokens) IS NOT NULL),
+                (SELECT count(*) FROM steps WHERE kind = 'tool_call'),
+                (SELECT count(*) FROM steps WHERE kind = 'tool_call' AND (is_error OR timed_out))
+            """
+        ).fetchone()
+        assert row is not None
+        labels = {src: lab.rows(table) for src, table in LABEL_TABLES.items()}
+        memo["facts"] = LabFacts(*(int(v or 0) for v in row), labels=labels)
+    return memo["facts"]
+
+
+def resolve(sql_or_name: str) -> tuple[str, AnalysisInfo | None]:
+    """(SQL text, catalog info) for a shipped analysis name, a path to a `.sql` file, or SQL text."""
+    s = sql_or_name.strip()
+    if re.fullmatch(r"[A-Za-z_][\w-]*", s):
+        info = get_analysis(s)
+        return info.text, info
+    if s.endswith(".sql") and "\n" not in s:
+        p = Path(s).expanduser()
+        if not p.is_file():
+            raise QueryError(f"{p}: no such SQL file")
+        text = p.read_text(encoding="utf-8")
+        return text, parse_header(p.stem, p, text)
+    return sql_or_name, None
+
+
+def bind(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    info: AnalysisInfo | None,
+    params: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The values of the `$name` parameters the statement uses: given ones over the file's defaults."""
+    check_readonly(con, sql)
+    statements = con.extract_statements(sql)
+    if len(statements) != 1:
+        raise QueryError(f"an analysis must be one statement (got {len(statements)})")
+    used = set(getattr(statements[0], "named_parameters", ()) or ())
+    defaults = dict(info.params) if info else {}
+    given = dict(params or {})
+    unknown = sorted(set(given) - used)
+    if unknown:
+        takes = ", ".join(f"${p}" for p in sorted(used)) or "no parameters"
+        raise ConfigError(f"unknown parameter(s) {', '.join(unknown)}; this query takes {takes}")
+    values: dict[str, Any] = {}
+    for name in sorted(used):
+        if name in given:
+            values[name] = given[name]
+        elif name in defaults:
+            values[name] = defaults[name]
+        else:
+            raise ConfigError(f"parameter ${name} has no value; pass it with params={{{name!r}: ...}}")
+    return values
+
+
+def execute(
+    lab: LabLike,
+    sql_or_name: str,
+    params: Mapping[str, Any] | None = None,
+    by: str | Iterable[str] | None = None,
+) -> tuple[pa.Table, str, dict[str, Any], AnalysisInfo | None]:
+    """Run one query read-only: (Arrow table, expanded SQL, bound params, catalog info)."""
+    text, info = resolve(sql_or_name)
+    cols = normalize_by(by) if by is not None else (info.default_by if info else ())
+    sql = expand(text, cols)
+    con = connection(lab)
+    values = bind(con, sql, info, params)
+    table = fetch_arrow(run_readonly(con, sql, values or None))
+    return table, sql, {**values, "by": list(cols)} if info and info.groupable else values, info
+
+
+def run_sql(
+    lab: LabLike,
+    sql_or_name: str,
+    params: Mapping[str, Any] | None = None,
+    as_: str = "arrow",
+    by: str | Iterable[str] | None = None,
+) -> Any:
+    """Run a shipped analysis by name, a `.sql` file, or SQL text, read-only over the lab.
+
+    `params` fills DuckDB `$name` parameters (a file's `@param` lines give defaults); `by` fills the
+    `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line). Returns an Arrow
+    table, or a polars / pandas frame with `as_="polars"` / `"pandas"`. A SQL error raises QueryError
+    with DuckDB's message and the names of the views available.
+    """
+    if as_ not in ("arrow", "polars", "pandas"):
+        raise ConfigError(f"as_ must be arrow, polars or pandas, not {as_!r}")
+    table = execute(lab, sql_or_name, params, by)[0]
+    if as_ == "polars":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    if as_ == "pandas":
+        return table.to_pandas()
+    return table
+
+
+def run_analysis(
+    lab: LabLike,
+    sql_or_name: str,
+    params: Mapping[str, Any] | None = None,
+    by: str | Iterable[str] | None = None,
+) -> AnalysisResult:
+    """Like `run_sql`, wrapped as an AnalysisResult (no statistics, no missing-data checks)."""
+    table, sql, values, info = execute(lab, sql_or_name, params, by)
+    name = info.name if info else "sql"
+    notes = [] if table.num_rows else ["the query returned no rows"]
+    return AnalysisResult(name=name, table=table, sql=sql, params=values, notes=notes)
