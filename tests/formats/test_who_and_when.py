@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+import pytest
+
+from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
+from trajlab.ingest import ingest, unit_digest
+from trajlab.store import Lab
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "who_and_when"
+
+
+def parse(path: Path) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
+    adapter, tried = detect(path, head(path))
+    assert adapter is not None, tried
+    assert adapter.name == "who-and-when"
+    unit = SourceUnit(path, adapter.name, adapter.companions(path))
+    unit.digest = unit_digest(unit.files)
+    ctx = ParseContext(unit, adapter.runner)
+    now = datetime.now(timezone.utc)
+    out = [finish_trajectory(pt, unit, adapter.runner, adapter.name, now) for pt in adapter.parse(unit, ctx)]
+    assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
+    return out, ctx
+
+
+def test_hand_crafted_one_step_per_message_and_annotation():
+    [(t, steps)], ctx = parse(FIX / "hand_crafted_silence.json")
+    assert ctx.records_seen == 1 and not ctx.quarantined
+    history = json.loads((FIX / "hand_crafted_silence.json").read_text())["history"]
+    assert len(steps) == len(history) == 13
+    assert [s["step_index"] for s in steps] == list(range(13))
+    assert t["task"].startswith("How many seconds of silence")
+    assert t["expected_answer"] == "3.4"
+    assert t["final_answer"] == "0.02"
+    assert t["outcome"] == "failure" and t["outcome_source"] == "who_and_when:annotated_failure"
+    assert t["difficulty"] == "1" and t["harness"] == "magentic-one"
+    meta = json.loads(t["metadata"])
+    assert meta["who_and_when"] == {
+        "mistake_agent": "Assistant",
+        "mistake_step": 3,
+        "mistake_reason": meta["who_and_when"]["mistake_reason"],
+        "is_corrected": False,
+    }
+    assert meta["subset"] == "Hand-Crafted"
+    # the annotated step is the Assistant's message, by index
+    assert steps[3]["agent_id"] == "Assistant" and "soundfile" in steps[3]["text"]
+    assert steps[0]["kind"] == "user" and steps[0]["agent_id"] == "main"
+    assert steps[1]["kind"] == "reasoning" and steps[1]["agent_id"] == "Orchestrator"
+    assert json.loads(steps[2]["metadata"]) == {"to": "Assistant"}
+    # terminal messages are executions of the latest code block
+    run1, run2, nocode = steps[5], steps[8], steps[10]
+    assert run1["kind"] == "tool_call" and run1["tool_name"] == "python" and run1["exit_code"] == 0
+    assert "np.argmax" in json.loads(run1["arguments"])["code"]
+    assert run1["is_error"] is False and run1["output"].endswith("0.02\n")
+    assert json.loads(run1["metadata"]) == {"executes_step": 3}
+    assert run2["tool_name"] == "bash" and run2["exit_code"] == 127 and run2["is_error"] is True
+    assert run2["tool"] == "ffmpeg" and run2["modality"] == "audio"
+    assert nocode["kind"] == "tool_call" and nocode["arguments"] is None and nocode["is_error"] is True
+    assert t["n_tool_calls"] == 3 and t["n_errors"] == 2
+    assert t["n_subagents"] == 3  # Orchestrator, Assistant, ComputerTerminal
+    assert "history[10]: execution output without a preceding code block" in t["anomalies"]
+
+
+def test_algorithm_generated_names_and_is_correct():
+    [(t, steps)], _ = parse(FIX / "algorithm_generated_frames.json")
+    assert len(steps) == 6
+    assert t["outcome"] == "failure" and t["outcome_source"] == "who_and_when:is_correct"
+    assert t["task_id"] == "7b2c9d10-1111-4222-8333-444455556666"
+    assert t["harness"] == "captain-agent" and t["difficulty"] == "2"
+    assert [s["agent_id"] for s in steps] == [
+        "Video_Expert",
+        "Computer_terminal",
+        "Math_Expert",
+        "Computer_terminal",
+        "Verification_Expert",
+        "Verification_Expert",
+    ]
+    assert steps[0]["kind"] == "assistant"
+    assert (
+        steps[1]["kind"] == "tool_call" and steps[1]["exit_code"] == 0 and "ffprobe" in steps[1]["arguments"]
+    )
+    assert steps[3]["exit_code"] == 1 and steps[3]["is_error"] is True
+    assert json.loads(steps[3]["metadata"]) == {"executes_step": 2}
+    meta = json.loads(t["metadata"])
+    assert meta["who_and_when"]["mistake_agent"] == "Video_Expert"
+    assert meta["who_and_when"]["mistake_step"] == 0
+    assert meta["subset"] == "Algorithm-Generated" and "Video_Expert" in meta["system_prompt"]
+    assert t["final_answer"] is None
+    assert t["anomalies"] == []
+
+
+def test_annotation_at_the_end_of_a_long_file_is_found(tmp_path):
+    d = json.loads((FIX / "hand_crafted_silence.json").read_text())
+    d["history"].insert(1, {"content": "x" * 100_000, "role": "Orchestrator (thought)"})
+    d["mistake_step"] = "99"  # now out of range
+    p = tmp_path / "long.json"
+    p.write_text(json.dumps(d, indent=4))  # `history` first, annotation after 100 KB
+    assert b"mistake_agent" not in head(p)
+    [(t, steps)], _ = parse(p)
+    assert len(steps) == 14
+    assert "mistake_step '99' is not an index into history" in t["anomalies"]
+
+
+def test_mistake_agent_mismatch_is_an_anomaly(tmp_path):
+    d = json.loads((FIX / "algorithm_generated_frames.json").read_text())
+    d["mistake_step"] = "2"
+    p = tmp_path / "mismatch.json"
+    p.write_text(json.dumps(d))
+    [(t, _)], _ = parse(p)
+    assert "mistake_step 2 was said by 'Math_Expert', not 'Video_Expert'" in t["anomalies"]
+
+
+def test_non_object_history_entry_keeps_indices(tmp_path):
+    d = json.loads((FIX / "algorithm_generated_frames.json").read_text())
+    d["history"][2] = "not a message"
+    p = tmp_path / "entry.json"
+    p.write_text(json.dumps(d))
+    [(t, steps)], _ = parse(p)
+    assert len(steps) == 6 and steps[2]["kind"] == "system" and steps[2]["text"] == "not a message"
+    assert "history[2] is not a message object" in t["anomalies"]
+
+
+@pytest.mark.parametrize(("name", "etype"), [("bad_history.json", "schema"), ("truncated.json", "truncated")])
+def test_malformed_files_are_quarantined(name, etype):
+    out, ctx = parse(FIX / name)
+    assert out == []
+    assert [q.error_type for q in ctx.quarantined] == [etype]
+    assert ctx.records_seen == 1 and ctx.records_ingested == 0
+
+
+def test_sniff_leaves_other_json_alone(tmp_path):
+    a = get_adapter("who-and-when")
+    p = tmp_path / "x.json"
+    p.write_bytes(orjson.dumps({"history": [{"role": "user", "content": "hi"}], "other": 1}))
+    assert not a.sniff(p, head(p))
+    p.write_bytes(orjson.dumps([{"role": "user", "content": "hi"}]))
+    assert not a.sniff(p, head(p))
+
+
+@pytest.mark.corpus
+def test_corpus_who_and_when(corpus_dir, tmp_path):
+    src = corpus_dir / "who_and_when"
+    files = sorted(src.rglob("*.json"))
+    for f in files:
+        adapter, tried = detect(f, head(f))
+        assert adapter is not None and adapter.name == "who-and-when", (f, tried)
+    report = ingest([src], tmp_path / "lab", workers=1, progress=False)
+    assert report.records_seen == report.records_ingested == len(files) == 92
+    lab = Lab.open(tmp_path / "lab")
+    t = lab.read("trajectories").to_pylist()
+    assert len(t) == 92 and {x["outcome"] for x in t} == {"failure"}
+    steps = lab.read("steps", ["trajectory_id", "step_index", "agent_id", "kind"]).to_pylist()
+    by_t: dict[str, dict[int, dict]] = {}
+    for s in steps:
+        by_t.setdefault(s["trajectory_id"], {})[s["step_index"]] = s
+    n_hist = 0
+    agree = 0
+    for row in t:
+        d = json.loads(Path(row["source_path"]).read_text())
+        n_hist += len(d["history"])
+        assert row["n_steps"] == len(d["history"])
+        ann = json.loads(row["metadata"])["who_and_when"]
+        ms = ann["mistake_step"]
+        assert ms == int(d["mistake_step"])
+        if 0 <= ms < row["n_steps"] and by_t[row["trajectory_id"]][ms]["agent_id"] == ann["mistake_agent"]:
+            agree += 1
+    assert len(steps) == n_hist == 2011
+    # the annotated step index points at a message of the annotated agent in nearly every log
+    assert agree == 89  # 3 annotations name an agent that did not speak at that index (recorded as anomalies)
+    calls = [s for s in steps if s["kind"] == "tool_call"]
+    assert len(calls) == 148  # 145 Computer_terminal + 3 ComputerTerminal messages
