@@ -36,7 +36,7 @@ A, V, T = "audio_perception", "video_perception", "tool_infrastructure"
 
 
 def test_methods_steps_and_evidence(tmp_path: Path) -> None:
-    lab, store = _lab_with_votes(
+    lab, _store = _lab_with_votes(
         tmp_path,
         {
             "t_unan": {"x": (A, 3, [1, 3]), "y": (A, 3, [3]), "z": (A, 2, [3, 4])},
