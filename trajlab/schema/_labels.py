@@ -45,6 +45,10 @@ class JudgeLabel(Table):
     evidence_quotes: list[str] = Field(
         default_factory=list, description="Short quote per evidence step (same order)."
     )
+    evidence_verified: list[bool] = Field(
+        default_factory=list,
+        description="Per evidence quote (same order): whether it was found in that step's text (LLM judge).",
+    )
     rationale: str | None = Field(None, description="The judge's explanation.")
     confidence: float | None = Field(None, description="Self-reported confidence in [0, 1].")
     coverage: str | None = Field(
