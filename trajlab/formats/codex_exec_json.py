@@ -107,6 +107,7 @@ class CodexExecJsonAdapter(Adapter):
         turns = failed_turns = 0
         tok = {"input_tokens": 0, "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0}
         have_usage = False
+        pending_error: str | None = None
         for rec in read_jsonl(unit.primary, ctx):
             d = rec.obj
             if not isinstance(d, dict) or not isinstance(d.get("type"), str):
@@ -116,10 +117,13 @@ class CodexExecJsonAdapter(Adapter):
             if typ == "thread.started":
                 if thread and d.get("thread_id") != thread:
                     anomalies.append(f"second thread {d.get('thread_id')} in the same stream")
+                if thread:  # a resumed exec process numbers its items from item_0 again
+                    self._close(items, anomalies)
                 thread = thread or d.get("thread_id")
             elif typ == "turn.started":
                 turns += 1
             elif typ == "turn.completed":
+                pending_error = None
                 usage = d.get("usage")
                 if isinstance(usage, dict):
                     have_usage = True
@@ -149,8 +153,7 @@ class CodexExecJsonAdapter(Adapter):
                 )
             elif typ == "error":
                 msg = d.get("message") or as_text(d.get("error"))
-                t["error"] = msg
-                t.setdefault("exit_status", "error")
+                pending_error = msg  # fatal only if no turn completes afterwards (retries also log here)
                 steps.append(
                     {
                         "kind": "system",
@@ -175,9 +178,10 @@ class CodexExecJsonAdapter(Adapter):
             # item.plan.delta and unknown event types carry nothing the completed items do not.
         if ctx.records_ingested == 0:
             return
-        for iid, step in items.items():
-            if step.get("kind") == "tool_call" and not step.get("_done"):
-                anomalies.append(f"item {iid} never completed")
+        self._close(items, anomalies)
+        if pending_error is not None:
+            t["error"] = pending_error
+            t.setdefault("exit_status", "error")
         for s in steps:
             s.pop("_done", None)
         if have_usage:
@@ -191,6 +195,13 @@ class CodexExecJsonAdapter(Adapter):
         t["anomalies"] = anomalies
         yield ParsedTrajectory(t, steps, native_key=thread)
 
+    @staticmethod
+    def _close(items: dict[str, dict[str, Any]], anomalies: list[str]) -> None:
+        for iid, step in items.items():
+            if step.get("kind") == "tool_call" and not step.get("_done"):
+                anomalies.append(f"item {iid} never completed")
+        items.clear()
+
     def _item(
         self,
         item: dict[str, Any],
@@ -203,8 +214,10 @@ class CodexExecJsonAdapter(Adapter):
         iid = str(item["id"])
         it = _item_type(item)
         step = items.get(iid)
-        if step is not None and step.get("_done") and event == "item.started":
-            step = None  # an id reused by a later turn (e.g. after `codex exec resume`)
+        if step is not None and (
+            (step.get("_done") and event == "item.started") or step["metadata"].get("item_type") != it
+        ):
+            step = None  # an id reused for another item
         if step is None:
             step = {"source_line": line, "metadata": {"item_id": iid, "item_type": it}}
             items[iid] = step
@@ -236,8 +249,8 @@ class CodexExecJsonAdapter(Adapter):
         if it == "command_execution":
             step["tool_name"] = "command_execution"
             step["arguments"] = {"command": item.get("command")}
-            if item.get("aggregated_output") is not None:
-                step["output"] = item.get("aggregated_output")
+            if item.get("aggregated_output") or item.get("status") not in (None, "in_progress"):
+                step["output"] = item.get("aggregated_output")  # "" while running is not a result yet
             code = item.get("exit_code")
             if isinstance(code, int):
                 step["exit_code"] = code
