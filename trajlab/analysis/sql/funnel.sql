@@ -27,8 +27,9 @@ per_step AS (
 ),
 per_trajectory AS (
     SELECT t.*,
-        least(floor(s.first_error / greatest(s.n_steps, s.last_step + 1) * $bins), $bins - 1)::INTEGER
-            AS first_error_bin
+        CASE WHEN s.first_error IS NOT NULL THEN  -- (least() would skip a NULL)
+            least(floor(s.first_error / greatest(s.n_steps, s.last_step + 1) * $bins), $bins - 1)::INTEGER
+        END AS first_error_bin
     FROM traj t LEFT JOIN per_step s USING (trajectory_id)
 )
 SELECT {{by}}

@@ -29,6 +29,6 @@ SELECT {{by}}
     count(*) FILTER (WHERE outcome = 'failure') AS calls_failure,
     count(*) FILTER (WHERE outcome = 'unknown') AS calls_unknown
 FROM calls JOIN traj USING (trajectory_id)
-GROUP BY ALL
+GROUP BY {{by}} tool
 WINDOW g AS ({{partition_by}})
 ORDER BY {{by}} n_calls DESC, tool

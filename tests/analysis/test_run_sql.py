@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from trajlab.analysis import ANALYSES, get_analysis, list_analyses, run_analysis, run_sql
+from trajlab.errors import ConfigError, QueryError
+
+
+def _lab(b):
+    b.traj("a", "success", model="A").traj("b", "failure", model="B")
+    b.call("a", "ffprobe"), b.call("a", "ffprobe"), b.call("b", "python")
+    return b.build()
+
+
+def test_catalog_lists_every_shipped_file_with_docs():
+    names = {a.name for a in list_analyses()}
+    assert {"gaps", "gaps_per_trajectory", "capability", "tokens", "failures", "funnel", "recovery",
+            "tools", "step_capability"} <= names  # fmt: skip
+    assert set(ANALYSES) <= names
+    assert [a.name for a in list_analyses("view")] == ["step_capability"]
+    gaps = get_analysis("gaps")
+    assert gaps.params == {"min_support": 10, "min_trajectories": 5}
+    assert gaps.param_docs["min_support"].startswith("minimum number of calls")
+    assert gaps.placeholders == ("by", "partition_by") and gaps.groupable
+    assert get_analysis("failures").params == {"source": "judge", "judge": None}
+    assert get_analysis("tokens").default_by == ("model", "harness", "reasoning_effort")
+    for a in list_analyses():
+        assert a.title and a.title != a.name, a.name
+        assert a.description, a.name
+        assert a.path.is_file() and a.path.suffix == ".sql"
+
+
+def test_run_by_name_file_or_text(builder, tmp_path):
+    lab = _lab(builder)
+    t = run_sql(lab, "tools")
+    assert t.column("tool").to_pylist() == ["ffprobe", "python"]
+    assert t.column("call_share").to_pylist() == pytest.approx([2 / 3, 1 / 3])
+    df = run_sql(lab, "tools", by="model", as_="polars")
+    assert isinstance(df, pl.DataFrame) and df.columns[:2] == ["model", "tool"]
+    pdf = run_sql(
+        lab, "SELECT count(*) AS n FROM tool_calls WHERE tool = $t", params={"t": "ffprobe"}, as_="pandas"
+    )
+    assert int(pdf["n"][0]) == 2
+    # a user's copy of a shipped file, edited, runs with its own header defaults
+    mine = tmp_path / "my_tools.sql"
+    mine.write_text(
+        get_analysis("tools").text.replace("ORDER BY {{by}} n_calls DESC, tool", "ORDER BY {{by}} tool DESC")
+        .replace("-- @kind analysis", "-- @kind analysis\n-- @param min_calls=2 keep tools with this many calls")
+        .replace("GROUP BY {{by}} tool\n", "GROUP BY {{by}} tool\nHAVING count(*) >= $min_calls\n")
+    )  # fmt: skip
+    res = run_analysis(lab, str(mine))
+    assert res.name == "my_tools" and res.params["min_calls"] == 2
+    assert res.table.column("tool").to_pylist() == ["ffprobe"]
+    assert run_analysis(lab, str(mine), params={"min_calls": 1}).table.column("tool").to_pylist() == [
+        "python",
+        "ffprobe",
+    ]
+
+
+def test_user_sql_errors_show_duckdb_message_and_views(builder):
+    lab = _lab(builder)
+    with pytest.raises(QueryError) as e:
+        run_sql(lab, "SELECT nope FROM trajectories")
+    msg = str(e.value)
+    assert "nope" in msg and "views available:" in msg
+    assert "trajectories" in msg and "step_capability" in msg and "tool_calls" in msg
+    with pytest.raises(QueryError, match="only read-only"):
+        run_sql(lab, "DROP VIEW steps")
+    with pytest.raises(QueryError, match="only read-only"):
+        run_sql(lab, "COPY (SELECT 1) TO '/tmp/x.csv'")
+    with pytest.raises(QueryError, match="only read-only"):
+        run_sql(lab, "SELECT 1; CREATE TABLE x AS SELECT 1")
+    with pytest.raises(QueryError, match="no analysis named 'gapz'"):
+        run_sql(lab, "gapz")
+    with pytest.raises(QueryError, match="no such SQL file"):
+        run_sql(lab, "/nonexistent/q.sql")
+    # files outside the lab are out of reach
+    with pytest.raises(QueryError):
+        run_sql(lab, "SELECT * FROM read_csv('/etc/passwd')")
+
+
+def test_parameter_and_placeholder_errors(builder):
+    lab = _lab(builder)
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) bins; this query takes \$min_support"):
+        run_sql(lab, "gaps", params={"bins": 3})
+    with pytest.raises(ConfigError, match=r"parameter \$x has no value"):
+        run_sql(lab, "SELECT $x")
+    with pytest.raises(ConfigError, match="cannot be grouped"):
+        run_sql(lab, "SELECT 1", by="model")
+    with pytest.raises(ConfigError, match="unknown placeholder"):
+        run_sql(lab, "SELECT {{cols}} 1")
+    with pytest.raises(ConfigError, match="cannot group by"):
+        run_sql(lab, "tools", by="model; DROP TABLE x")
+    with pytest.raises(ConfigError, match="as_"):
+        run_sql(lab, "tools", as_="numpy")
+    # struct literals are not placeholders
+    assert run_sql(lab, "SELECT {'a': 1} AS s").column("s").to_pylist() == [{"a": 1}]
