@@ -469,6 +469,7 @@ class ChatMessagesAdapter(Adapter):
                 new = msgs
                 if prev:
                     conv.anomalies.append(f"{row.get('episode')} does not continue the previous episode")
+                    conv.text_calls = []  # a new context: what follows is not their observation
                     conv.steps.append({"kind": "compaction", "role": "system", "source_line": i})
             for m in new:
                 conv.add(i, m)
