@@ -24,7 +24,7 @@ from ._taxo import resolve_taxonomy
 if TYPE_CHECKING:
     from ..store import Lab
 
-MODEL_VERSION = "logreg-tfidf-v1"
+MODEL_VERSION = "linsvc-tfidf-v1"
 
 
 @dataclass
@@ -73,9 +73,9 @@ def _make_pipeline(seed: int) -> Any:
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import MaxAbsScaler
+    from sklearn.svm import LinearSVC
 
     features = ColumnTransformer(
         [
@@ -96,14 +96,14 @@ def _make_pipeline(seed: int) -> Any:
         [
             ("features", features),
             ("scale", MaxAbsScaler()),
-            ("clf", LogisticRegression(max_iter=5000, class_weight="balanced", random_state=seed)),
+            ("clf", LinearSVC(C=0.5, class_weight="balanced", random_state=seed)),
         ]
     )
 
 
 class CalibratedModel:
-    """Logistic regression over the features, calibrated by CalibratedClassifierCV (sigmoid) with as
-    many calibration folds as the smallest class allows (2 or 3)."""
+    """A linear SVM (one-vs-rest, class-balanced) over the features, turned into probabilities by
+    CalibratedClassifierCV (sigmoid) with as many calibration folds as the smallest class allows (2-3)."""
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -114,7 +114,9 @@ class CalibratedModel:
 
         smallest = min(Counter(y).values())
         cv = StratifiedKFold(max(2, min(3, smallest)), shuffle=True, random_state=self.seed)
-        self.model_ = CalibratedClassifierCV(_make_pipeline(self.seed), method="sigmoid", cv=cv)
+        self.model_ = CalibratedClassifierCV(
+            _make_pipeline(self.seed), method="sigmoid", cv=cv, ensemble=False
+        )
         self.model_.fit(X, y)
         self.classes_ = self.model_.classes_
         return self
@@ -177,6 +179,23 @@ def propagate(
 ) -> PropagationReport:
     """Train on reviewed labels (or `labels`: trajectory -> category), cross-validate, and predict
     the failed or judged trajectories that have no reviewed label."""
+    from threadpoolctl import threadpool_limits
+
+    # Tiny dense problems: BLAS threads only add contention.
+    with threadpool_limits(1):
+        return _propagate(lab, taxonomy, labels, write, control, seed, min_per_class, folds)
+
+
+def _propagate(
+    lab: Lab,
+    taxonomy: Any,
+    labels: Mapping[str, str] | None,
+    write: bool,
+    control: bool,
+    seed: int,
+    min_per_class: int,
+    folds: int,
+) -> PropagationReport:
     from sklearn.metrics import accuracy_score, f1_score
 
     tax = resolve_taxonomy(taxonomy)
