@@ -1,0 +1,160 @@
+"""Scaffold human-written skills and install skills where agents look for them.
+
+Targets: `claude` -> PROJECT/.claude/skills/<name>/ (or ~/.claude/skills), `codex` / `agents` ->
+PROJECT/.agents/skills/<name>/ (or ~/.agents/skills; Codex's current location), `codex` with
+`legacy=True` -> ~/.codex/skills/<name>/, and `prompt` -> a plain-text prefix file for harnesses
+that take guidance as text. Only valid skills are installed; an existing different copy is replaced
+only with `force`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from .. import __version__
+from ..errors import ConfigError, InputFileError
+from ._skill import Skill, content_hash, content_hash_of, load_skill
+from ._spec import check_name, split_frontmatter, validate_skill
+
+TARGETS = ("claude", "codex", "agents", "prompt")
+
+
+def new_skill_dir(name: str, parent: str | Path = "skills", author: str | None = None) -> Path:
+    """Create PARENT/NAME/ with a spec-valid SKILL.md template for a person to write."""
+    why = check_name(name)
+    if why:
+        raise ConfigError(why)
+    d = Path(parent) / name
+    if d.exists():
+        raise ConfigError(f"{d} exists already")
+    sk = Skill(
+        name=name,
+        description=(
+            f"Human-written guidance ({name}): replace this sentence with what the skill does and when "
+            "an agent should use it, e.g. which kinds of tasks or files."
+        ),
+        title=name.replace("-", " ").capitalize(),
+        intro="Write the procedure an agent should follow. Keep it short; put long details in references/.",
+        metadata={"origin": "human", **({"author": author} if author else {})},
+    )
+    do = sk.section("Do")
+    assert do is not None
+    do.numbered = True
+    do.items = []
+    from ._skill import Item
+
+    do.items += [
+        Item("First step an agent should take (name the tool and the flags)."),
+        Item("How to check the result before answering."),
+    ]
+    av = sk.section("Avoid")
+    assert av is not None
+    av.items.append(Item("A mistake you have seen agents make."))
+    refs = sk.section("References")
+    assert refs is not None
+    refs.prose = "Longer notes go in [references/notes.md](references/notes.md)."
+    sk.references = {
+        "references/notes.md": f"# Notes for {name}\n\nDetails, examples and edge cases.\n",
+        "references/provenance.json": json.dumps(
+            {
+                "skill": name,
+                "origin": "human",
+                "generator": f"trajlab {__version__} (skills new)",
+                "author": author,
+            },
+            indent=2,
+        )
+        + "\n",
+    }
+    sk.metadata["version"] = "1"
+    sk.metadata["content-hash"] = content_hash_of(sk)
+    sk.write(d)
+    return d
+
+
+def rehash(skill_dir: str | Path) -> str:
+    """Recompute metadata.content-hash after a hand edit (the version is left as it is)."""
+    d = Path(skill_dir)
+    text = (d / "SKILL.md").read_text(encoding="utf-8")
+    fm, _ = split_frontmatter(text, str(d / "SKILL.md"))
+    h = content_hash(d)
+    meta = fm.get("metadata") if isinstance(fm.get("metadata"), dict) else None
+    if meta is None or "content-hash" not in meta:
+        raise InputFileError(str(d / "SKILL.md"), "no metadata.content-hash to update")
+    old = str(meta["content-hash"])
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip().startswith("content-hash:") and old in line:
+            lines[i] = line.replace(old, h)
+            break
+    (d / "SKILL.md").write_text("\n".join(lines), encoding="utf-8")
+    return h
+
+
+def render_prompt(skill: Skill) -> str:
+    """The skill as a prompt prefix: a framed plain-text block (frontmatter dropped)."""
+    body = skill.body().strip()
+    return f'<skill name="{skill.name}">\n{skill.description}\n\n{body}\n</skill>\n'
+
+
+def _target_dir(target: str, name: str, project: Path | None, legacy: bool) -> Path:
+    home = Path(os.environ.get("HOME", "~")).expanduser()
+    if target == "claude":
+        return (project or home) / ".claude" / "skills" / name
+    if target in ("codex", "agents"):
+        if legacy:
+            if target != "codex":
+                raise ConfigError("--legacy applies to --target codex only")
+            codex_home = Path(os.environ.get("CODEX_HOME", home / ".codex"))
+            return codex_home / "skills" / name
+        return (project or home) / ".agents" / "skills" / name
+    raise ConfigError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+
+
+def install(
+    skill_dir: str | Path,
+    target: str,
+    project: str | Path | None = None,
+    legacy: bool = False,
+    output: str | Path | None = None,
+    force: bool = False,
+) -> Path:
+    """Install one valid skill folder for an agent (see the module docstring); returns where it went."""
+    src = Path(skill_dir)
+    rep = validate_skill(src)
+    if not rep.ok:
+        raise InputFileError(str(src), "not a valid skill: " + "; ".join(i.message for i in rep.errors))
+    skill = load_skill(src)
+    proj = Path(project).absolute() if project else None
+    if target == "prompt":
+        dest = Path(output) if output else (proj or Path.cwd()) / f"{skill.name}.prompt.md"
+        if dest.exists() and not force and dest.read_text(encoding="utf-8") != render_prompt(skill):
+            raise ConfigError(f"{dest} exists and differs; use --force to replace it")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(render_prompt(skill), encoding="utf-8")
+        return dest
+    dest = _target_dir(target, skill.name, proj, legacy)
+    if dest.exists():
+        same = (dest / "SKILL.md").exists() and content_hash(dest) == content_hash(src)
+        if same:
+            return dest
+        if not force:
+            raise ConfigError(f"{dest} exists and differs; use --force to replace it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{uuid.uuid4().hex[:8]}")
+    shutil.copytree(src, tmp, symlinks=False)
+    for p in tmp.rglob("*"):  # copies are writable even when the source is a read-only snapshot
+        p.chmod(p.stat().st_mode | 0o200)
+    tmp.chmod(tmp.stat().st_mode | 0o200)
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(dest, old)
+        os.replace(tmp, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, dest)
+    return dest

@@ -1,0 +1,130 @@
+"""How many planted patterns did the miner recover? Precision and recall of rules against ground truth.
+
+Ground truth (from `trajlab examples`) lists, per run, the planted patterns it shows. A rule matches
+pattern P when, among the runs of the rule's scope that have the rule's feature, at least
+`min_precision` show P, those runs cover at least `min_coverage` of the scope's runs with P, and
+the rule's direction agrees with P's polarity (P is a success pattern when runs with it succeed
+more often than runs without it). Rule precision = matched rules / rules; pattern recall =
+recovered patterns / patterns present in the distilled runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store import Lab
+from ._features import Corpus, Run
+from ._mine import Rule
+
+
+@dataclass
+class RecoveryReport:
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    patterns: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def precision(self) -> float | None:
+        return sum(bool(r["pattern"]) for r in self.rules) / len(self.rules) if self.rules else None
+
+    @property
+    def recall(self) -> float | None:
+        present = [p for p in self.patterns if p["runs"]]
+        return sum(bool(p["recovered_by"]) for p in present) / len(present) if present else None
+
+    def format(self) -> str:
+        lines = ["pattern                 polarity  runs  succ.with  succ.without  recovered by"]
+        for p in self.patterns:
+            sw = "-" if p["success_with"] is None else f"{p['success_with']:.2f}"
+            so = "-" if p["success_without"] is None else f"{p['success_without']:.2f}"
+            lines.append(
+                f"{p['pattern']:<23} {p['polarity']:<8} {p['runs']:>5}  {sw:>9}  {so:>12}  "
+                + (", ".join(p["recovered_by"]) or "-")
+            )
+        lines += ["", "rule                                              matches"]
+        for r in self.rules:
+            lines.append(f"{r['rule']:<50} {r['pattern'] or '(no planted pattern)'}")
+        pr = "-" if self.precision is None else f"{self.precision:.2f}"
+        rc = "-" if self.recall is None else f"{self.recall:.2f}"
+        lines.append(
+            f"\nrule precision {pr} ({sum(bool(r['pattern']) for r in self.rules)}/{len(self.rules)}), "
+            f"pattern recall {rc}"
+        )
+        return "\n".join(lines)
+
+
+def _in_scope(run: Run, scope: str) -> bool:
+    if scope == "all":
+        return True
+    col, _, val = scope.partition("=")
+    return str(getattr(run, col, None)) == val
+
+
+def pattern_recovery(
+    lab: Lab,
+    corpus: Corpus,
+    rules: list[Rule],
+    truth: list[dict[str, Any]],
+    min_precision: float = 0.8,
+    min_coverage: float = 0.5,
+) -> RecoveryReport:
+    """Match mined rules to the planted patterns of a generated run set (see the module docstring)."""
+    nat = dict(
+        zip(
+            *[
+                lab.read("trajectories", ["trajectory_id", "native_id"]).column(c).to_pylist()
+                for c in ("trajectory_id", "native_id")
+            ]
+        )
+    )
+    by_native = {str(t.get("native_id")): t for t in truth}
+    pats: dict[str, set[str]] = {}
+    for run in corpus.runs:
+        row = by_native.get(str(nat.get(run.trajectory_id)))
+        for p in (row or {}).get("patterns", []) or []:
+            pats.setdefault(p, set()).add(run.trajectory_id)
+    names = sorted({p for t in truth for p in t.get("patterns") or []})
+    outcome = {r.trajectory_id: r.outcome == "success" for r in corpus.runs}
+    polarity: dict[str, str] = {}
+    rep = RecoveryReport()
+    for p in names:
+        with_p = pats.get(p, set())
+        without = set(outcome) - with_p
+        sw = sum(outcome[t] for t in with_p) / len(with_p) if with_p else None
+        so = sum(outcome[t] for t in without) / len(without) if without else None
+        polarity[p] = "do" if (sw or 0.0) >= (so or 0.0) else "avoid"
+        rep.patterns.append(
+            {
+                "pattern": p,
+                "polarity": polarity[p],
+                "runs": len(with_p),
+                "success_with": sw,
+                "success_without": so,
+                "recovered_by": [],
+            }
+        )
+    by_name = {x["pattern"]: x for x in rep.patterns}
+    for rule in rules:
+        scope_runs = {r.trajectory_id for r in corpus.runs if _in_scope(r, rule.scope)}
+        feat = {
+            r.trajectory_id
+            for r in corpus.runs
+            if r.trajectory_id in scope_runs and rule.feature in r.features
+        }
+        best: tuple[float, str] | None = None
+        for p in names:
+            if polarity[p] != rule.direction or not feat:
+                continue
+            p_runs = pats.get(p, set()) & scope_runs
+            if not p_runs:
+                continue
+            inter = len(feat & p_runs)
+            prec, cov = inter / len(feat), inter / len(p_runs)
+            if prec >= min_precision and cov >= min_coverage:
+                f1 = 2 * prec * cov / (prec + cov)
+                if best is None or f1 > best[0]:
+                    best = (f1, p)
+        rep.rules.append({"rule": rule.key, "pattern": best[1] if best else None})
+        if best:
+            by_name[best[1]]["recovered_by"].append(rule.key)
+    return rep

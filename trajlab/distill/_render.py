@@ -1,0 +1,216 @@
+"""Deterministic templates: mined rules become short, readable guidance items.
+
+Used offline and as the fallback of the LLM writer. Example commands are generalized (media file
+names become `input.<ext>`, inline python becomes `...`) and redacted, so a skill carries the
+procedure, not one task's specifics.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..redact import redact
+from ._features import INSTALLERS, Example
+from ._mine import Rule
+from ._skill import Item, Skill
+
+SECTION_DO = "Do"
+SECTION_AVOID = "Avoid"
+SECTION_RECOVER = "When something fails"
+SECTION_MODES = "Failure modes seen"
+SECTION_REFS = "References"
+MEDIA_EXT = (
+    "mp4|mkv|mov|avi|webm|m4v|wav|mp3|flac|ogg|m4a|aac|png|jpe?g|gif|bmp|tiff?|webp|pdf|txt|srt|vtt|csv|json"
+)
+_MEDIA_RE = re.compile(r"(?P<dir>(?:[\w.%-]+/)*)(?P<stem>[\w.-]*[\w-])\.(?P<ext>" + MEDIA_EXT + r")\b", re.I)
+_PY_CODE_RE = re.compile(r"""(python3?\s+-c\s+)(["']).*?\2""", re.S)
+_HEREDOC_RE = re.compile(r"<<-?\s*'?(\w+)'?\n.*?\n\1", re.S)
+EXAMPLE_CHARS = 110
+
+
+def generalize(command: str) -> str:
+    """A command with task specifics removed: file names, inline code, secrets, excess length."""
+    c = redact(command or "").strip()
+    if c.startswith(("{", "[")):
+        return ""  # structured tool arguments, not a command line
+    c = _HEREDOC_RE.sub(lambda m: f"<<'{m.group(1)}' ... {m.group(1)}", c)
+    c = _PY_CODE_RE.sub(lambda m: f'{m.group(1)}"..."', c)
+
+    def media(m: re.Match[str]) -> str:
+        if "%" in m.group("stem"):
+            return m.group(0)
+        return f"{m.group('dir')}input.{m.group('ext').lower()}"
+
+    c = _MEDIA_RE.sub(media, c)
+    c = " ".join(c.split())
+    return c if len(c) <= EXAMPLE_CHARS else c[: EXAMPLE_CHARS - 1] + "…"
+
+
+def _example(ex: list[Example]) -> str:
+    for e in ex:
+        g = generalize(e.command)
+        if g and "`" not in g:
+            return g
+    return ""
+
+
+def _pct(x: float) -> str:
+    return f"{round(100 * x)}%"
+
+
+def scope_label(scope: str) -> str:
+    if scope == "all":
+        return "all runs"
+    col, _, val = scope.partition("=")
+    return f"{val} tasks" if col == "domain" else f"runs with {col} {val}"
+
+
+def evidence_note(r: Rule) -> str:
+    verb = "succeeded" if r.direction == "do" else "failed"
+    return (
+        f"Evidence: {_pct(r.confidence)} of {r.n_with} runs that did this {verb} "
+        f"(vs {_pct(r.base_rate)} of {scope_label(r.scope)}; lift {r.lift:.2f})."
+    )
+
+
+def _before(r: Rule) -> str:
+    tool = r.value
+    later = [m.split("<", 1)[1] for m in r.merged if m.startswith(f"order:{tool}<")]
+    return f" before `{later[0]}`" if later else ""
+
+
+def guidance(r: Rule) -> str:
+    """The guidance sentence of one rule (markdown, one item)."""
+    fam, val = r.family, r.value
+    ex = _example(r.examples)
+    eg = f", e.g. `{ex}`" if ex else ""
+    if r.direction == "do":
+        if fam == "use":
+            text = f"**Run `{val}`{_before(r)}**{eg}."
+        elif fam == "order":
+            a, b = val.split("<", 1)
+            text = f"**Run `{a}` before `{b}`**{eg}."
+        elif fam == "flag":
+            prog, _, opt = val.partition(" ")
+            text = f"**Call `{prog}` with `{opt}`**{eg}."
+        elif fam == "import":
+            text = f"**Use the python module `{val}`**{eg}."
+        elif fam == "recover":
+            if ex and ex.split()[0] in INSTALLERS | {"python", "python3", "sudo"}:
+                text = f"**If `{val}` fails or is missing, install it (`{ex}`) and rerun `{val}`**."
+            else:
+                text = f"**If `{val}` fails, fix the call and rerun it**{eg} instead of giving up."
+        else:
+            text = f"**`{r.feature}`**{eg}."
+    else:
+        if fam == "use":
+            text = f"**Avoid relying on `{val}`**{eg}; prefer the tools in the Do list."
+        elif fam == "import":
+            text = f"**Avoid ad-hoc python scripts that import `{val}`**{eg}; use the command-line tools instead."
+        elif fam == "error":
+            text = f"**Do not build on a failed `{val}` call**{eg}: check its output and fix or replace it before answering."
+        elif fam == "flag":
+            prog, _, opt = val.partition(" ")
+            text = f"**Avoid `{prog} {opt}`**{eg}."
+        elif fam == "order":
+            a, b = val.split("<", 1)
+            text = f"**Do not run `{a}` before `{b}`**."
+        elif fam == "recover":
+            text = f"**Do not keep retrying `{val}` the same way**{eg}."
+        else:
+            text = f"**Avoid `{r.feature}`**{eg}."
+    return f"{text} {evidence_note(r)}"
+
+
+def section_of(r: Rule) -> str:
+    if r.family == "recover" and r.direction == "do":
+        return SECTION_RECOVER
+    return SECTION_DO if r.direction == "do" else SECTION_AVOID
+
+
+def failure_mode_items(modes: list[dict]) -> list[Item]:
+    total = sum(m["failures"] for m in modes)
+    out = []
+    for m in modes:
+        marks = ", ".join(f"`{mk['feature'].split(':', 1)[1]}`" for mk in m["marks"])
+        tail = f"; often together with {marks}" if marks else ""
+        out.append(Item(f"`{m['category']}`: {m['failures']} of {total} labeled failures{tail}.", None))
+    return out
+
+
+def skill_name(prefix: str, scope: str) -> str:
+    val = "general" if scope == "all" else scope.partition("=")[2]
+    raw = f"{prefix}-{val}".lower()
+    name = re.sub(r"[^a-z0-9]+", "-", raw).strip("-")
+    name = re.sub(r"-{2,}", "-", name)[:64].strip("-")
+    return name or "distilled"
+
+
+def describe(scope: str, n_s: int, n_f: int, rules: list[Rule], benchmark: str | None = None) -> str:
+    where = "any task" if scope == "all" else f"{scope_label(scope).replace(' tasks', '')} tasks"
+    if benchmark:
+        where += f" ({benchmark})"
+    heads = []
+    for r in rules[:3]:
+        g = guidance(r).split("**")
+        if len(g) > 1:
+            heads.append(g[1].replace("`", "").rstrip("."))
+    what = "; ".join(heads) if heads else "tool-use lessons from past runs"
+    d = (
+        f"Tool-use procedure distilled from {n_s} successful and {n_f} failed agent runs: {what}. "
+        f"Use when working on {where} with command-line tools, before choosing how to extract and check evidence."
+    )
+    d = d.replace("<", "").replace(">", "")
+    return d if len(d) <= 1000 else d[:999].rsplit(" ", 1)[0] + "."
+
+
+def new_skill(name: str, scope: str, description: str, n_s: int, n_f: int, lab: str) -> Skill:
+    title = "Distilled guidance: " + ("all tasks" if scope == "all" else scope_label(scope))
+    intro = (
+        f"Lessons mined by contrasting {n_s} successful and {n_f} failed runs (lab `{lab}`). "
+        "Follow the Do list in order; each item says how strongly the logs back it."
+    )
+    sk = Skill(name=name, description=description, title=title, intro=intro)
+    for t in (SECTION_DO, SECTION_AVOID, SECTION_RECOVER, SECTION_MODES):
+        sk.section(t)
+    refs = sk.section(SECTION_REFS)
+    assert refs is not None
+    refs.prose = (
+        "Support, lift, p-values and the supporting/contradicting run ids of every rule are in "
+        "[references/rules.md](references/rules.md); provenance in "
+        "[references/provenance.json](references/provenance.json)."
+    )
+    sk.section(SECTION_DO).numbered = True  # type: ignore[union-attr]
+    return sk
+
+
+def rules_markdown(name: str, rules: list[Rule], rejected: list[dict]) -> str:
+    lines = [f"# Evidence for `{name}`", ""]
+    for r in rules:
+        lines += [
+            f"## {r.direction}: `{r.feature}` ({scope_label(r.scope)})",
+            "",
+            guidance(r),
+            "",
+            f"- support: {r.n_with} runs with the feature ({r.n_with_success} succeeded) of {r.n_scope} in scope",
+            f"- confidence {r.confidence:.3f}, base rate {r.base_rate:.3f}, lift {r.lift:.3f}, "
+            f"Fisher p = {r.p_value:.3g}" + (" (stale: not re-found in the latest runs)" if r.stale else ""),
+            f"- supporting runs ({len(r.supporting)}): {', '.join(r.supporting[:20])}"
+            + (" ..." if len(r.supporting) > 20 else ""),
+            f"- contradicting runs ({len(r.contradicting)}): {', '.join(r.contradicting[:20]) or 'none'}"
+            + (" ..." if len(r.contradicting) > 20 else ""),
+        ]
+        if r.merged:
+            lines.append(f"- merged near-duplicates: {', '.join(f'`{m}`' for m in r.merged)}")
+        if r.also_scopes:
+            lines.append(f"- also found in: {', '.join(r.also_scopes)}")
+        for e in r.examples[:3]:
+            g = generalize(e.command)
+            if g:
+                lines.append(f"- example ({e.trajectory_id} step {e.step_index}): `{g.replace('`', '')}`")
+        lines.append("")
+    if rejected:
+        lines += ["## Rules left out by the size budget", ""]
+        lines += [f"- `{x['rule']}`: {x['reason']}" for x in rejected]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,306 @@
+"""A skill as data: frontmatter, titled sections of guidance items, reference files.
+
+Distilled and human-written skills share one shape so that edits (add / edit / remove one item)
+work on both. SKILL.md renders as `# title`, an intro paragraph, then `## section` blocks whose
+bullets are the items; any other prose in a section is kept as is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputFileError
+from ._spec import (
+    BODY_MAX_LINES,
+    BODY_MAX_TOKENS,
+    CODEX_PROMPT_BYTES,
+    SKILL_FILE,
+    approx_tokens,
+    split_frontmatter,
+)
+
+HASH_EXCLUDED_META = ("version", "content-hash")
+_BULLET = re.compile(r"^(?:[-*]|\d+[.)])\s+(.*)$")
+
+
+def item_id(text: str) -> str:
+    """Stable id of a guidance item: 8 hex digits of the SHA-256 of its whitespace-normalised text."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:8]
+
+
+@dataclass
+class Item:
+    text: str
+    rule: str | None = None
+
+    @property
+    def id(self) -> str:
+        return item_id(self.text)
+
+
+@dataclass
+class Section:
+    title: str
+    items: list[Item] = field(default_factory=list)
+    prose: str = ""
+    numbered: bool = False
+
+
+@dataclass
+class Skill:
+    name: str
+    description: str
+    title: str = ""
+    intro: str = ""
+    sections: list[Section] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: str | None = None
+    references: dict[str, str] = field(default_factory=dict)  # relative path -> text
+
+    # -- items ---------------------------------------------------------------------------------
+
+    def items(self) -> list[tuple[Section, Item]]:
+        return [(s, it) for s in self.sections for it in s.items]
+
+    def find(self, iid: str) -> tuple[Section, Item] | None:
+        return next(((s, it) for s, it in self.items() if it.id == iid), None)
+
+    def section(self, title: str, create: bool = True) -> Section | None:
+        for s in self.sections:
+            if s.title.lower() == title.lower():
+                return s
+        if not create:
+            return None
+        s = Section(title, numbered=title.lower() == "do")
+        # New sections go before a trailing references section.
+        at = len(self.sections)
+        if self.sections and self.sections[-1].title.lower() == "references":
+            at -= 1
+        self.sections.insert(at, s)
+        return s
+
+    def rule_keys(self) -> set[str]:
+        return {it.rule for _, it in self.items() if it.rule}
+
+    # -- rendering -----------------------------------------------------------------------------
+
+    def frontmatter(self) -> dict[str, Any]:
+        fm: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.license:
+            fm["license"] = self.license
+        if self.compatibility:
+            fm["compatibility"] = self.compatibility
+        if self.metadata:
+            fm["metadata"] = {str(k): str(v) for k, v in self.metadata.items()}
+        if self.allowed_tools:
+            fm["allowed-tools"] = self.allowed_tools
+        return fm
+
+    def body(self) -> str:
+        out: list[str] = []
+        if self.title:
+            out += [f"# {self.title}", ""]
+        if self.intro.strip():
+            out += [self.intro.strip(), ""]
+        for s in self.sections:
+            if not s.items and not s.prose.strip():
+                continue
+            out += [f"## {s.title}", ""]
+            if s.prose.strip():
+                out += [s.prose.strip(), ""]
+            for k, it in enumerate(s.items, 1):
+                lead = f"{k}." if s.numbered else "-"
+                lines = it.text.strip().split("\n")
+                out.append(f"{lead} {lines[0]}")
+                out += [f"   {ln}" if ln.strip() else "" for ln in lines[1:]]
+            if s.items:
+                out.append("")
+        return "\n".join(out).rstrip("\n") + "\n"
+
+    def render(self) -> str:
+        fm = yaml.safe_dump(
+            self.frontmatter(), sort_keys=False, allow_unicode=True, width=100_000, default_flow_style=False
+        )
+        return f"---\n{fm}---\n\n{self.body()}"
+
+    def copy(self) -> Skill:
+        return Skill(
+            name=self.name,
+            description=self.description,
+            title=self.title,
+            intro=self.intro,
+            sections=[
+                Section(s.title, [Item(i.text, i.rule) for i in s.items], s.prose, s.numbered)
+                for s in self.sections
+            ],
+            metadata=dict(self.metadata),
+            license=self.license,
+            compatibility=self.compatibility,
+            allowed_tools=self.allowed_tools,
+            references=dict(self.references),
+        )
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def write(self, d: Path) -> None:
+        """Write SKILL.md and the reference files into folder `d` (created; existing files replaced)."""
+        d.mkdir(parents=True, exist_ok=True)
+        for rel, text in self.references.items():
+            p = d / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        (d / SKILL_FILE).write_text(self.render(), encoding="utf-8")
+
+
+def parse_body(body: str) -> tuple[str, str, list[Section]]:
+    """(title, intro, sections) of a SKILL.md body."""
+    title, intro_lines, sections = "", [], []
+    cur: Section | None = None
+    prose: list[str] = []
+    item_lines: list[str] | None = None
+
+    def flush_item() -> None:
+        nonlocal item_lines
+        if cur is not None and item_lines is not None:
+            cur.items.append(Item("\n".join(item_lines).strip()))
+        item_lines = None
+
+    def flush_section() -> None:
+        flush_item()
+        if cur is not None:
+            cur.prose = "\n".join(prose).strip()
+            sections.append(cur)
+
+    for line in body.split("\n"):
+        if line.startswith("# ") and not title and cur is None:
+            title = line[2:].strip()
+            continue
+        if line.startswith("## "):
+            flush_section()
+            cur, prose = Section(line[3:].strip()), []
+            continue
+        if cur is None:
+            intro_lines.append(line)
+            continue
+        m = _BULLET.match(line)
+        if m:
+            flush_item()
+            cur.numbered = cur.numbered or line[:1].isdigit()
+            item_lines = [m.group(1)]
+        elif item_lines is not None and (line.startswith("  ") or not line.strip()):
+            if line.strip():
+                item_lines.append(line.strip())
+            else:
+                flush_item()
+        else:
+            flush_item()
+            prose.append(line)
+    flush_section()
+    return title, "\n".join(intro_lines).strip(), sections
+
+
+def load_skill(d: str | Path) -> Skill:
+    """Read a skill folder (SKILL.md plus every text file under it) into a Skill."""
+    d = Path(d)
+    f = d / SKILL_FILE
+    if not f.is_file():
+        raise InputFileError(str(f), "no SKILL.md here")
+    fm, body = split_frontmatter(f.read_text(encoding="utf-8"), str(f))
+    title, intro, sections = parse_body(body)
+    refs: dict[str, str] = {}
+    for p in sorted(d.rglob("*")):
+        if p.is_file() and p != f:
+            try:
+                refs[p.relative_to(d).as_posix()] = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+    meta = fm.get("metadata") or {}
+    sk = Skill(
+        name=str(fm.get("name", d.name)),
+        description=str(fm.get("description", "")),
+        title=title,
+        intro=intro,
+        sections=sections,
+        metadata={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+        license=fm.get("license"),
+        compatibility=fm.get("compatibility"),
+        allowed_tools=fm.get("allowed-tools"),
+        references=refs,
+    )
+    # Re-attach rule keys recorded in the provenance file.
+    prov = refs.get("references/provenance.json")
+    if prov:
+        try:
+            by_id = {i["id"]: i.get("rule") for i in json.loads(prov).get("items", [])}
+        except (ValueError, AttributeError, KeyError, TypeError):
+            by_id = {}
+        for _, it in sk.items():
+            it.rule = by_id.get(it.id)
+    return sk
+
+
+def content_hash_text(skill_md: str, references: dict[str, str]) -> str:
+    """SHA-256 over SKILL.md (frontmatter less metadata version and content-hash) and the reference files."""
+    fm, body = split_frontmatter(skill_md)
+    meta = dict(fm.get("metadata") or {}) if isinstance(fm.get("metadata"), dict) else fm.get("metadata")
+    if isinstance(meta, dict):
+        for k in HASH_EXCLUDED_META:
+            meta.pop(k, None)
+        fm["metadata"] = meta
+    h = hashlib.sha256()
+    h.update(json.dumps(fm, sort_keys=True, ensure_ascii=False, default=str).encode())
+    h.update(b"\0" + body.encode())
+    for rel in sorted(references):
+        h.update(b"\0" + rel.encode() + b"\0" + references[rel].encode())
+    return "sha256:" + h.hexdigest()[:32]
+
+
+def content_hash_of(skill: Skill) -> str:
+    return content_hash_text(skill.render(), skill.references)
+
+
+def content_hash(d: Path) -> str:
+    """Content hash of a skill folder as written on disk."""
+    d = Path(d)
+    refs: dict[str, str] = {}
+    for p in sorted(d.rglob("*")):
+        if p.is_file() and p != d / SKILL_FILE:
+            data = p.read_bytes()
+            try:
+                refs[p.relative_to(d).as_posix()] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                refs[p.relative_to(d).as_posix()] = "sha256:" + hashlib.sha256(data).hexdigest()
+    return content_hash_text((d / SKILL_FILE).read_text(encoding="utf-8"), refs)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Size budget of SKILL.md: an edit that would exceed it is rejected, never truncated."""
+
+    max_bytes: int = CODEX_PROMPT_BYTES
+    max_lines: int = BODY_MAX_LINES - 1
+    max_tokens: int = BODY_MAX_TOKENS
+
+    def violations(self, skill: Skill) -> list[str]:
+        text = skill.render()
+        body = skill.body()
+        out = []
+        n = len(text.encode())
+        if n > self.max_bytes:
+            out.append(f"SKILL.md would be {n} bytes (budget {self.max_bytes})")
+        lines = len(body.rstrip("\n").split("\n"))
+        if lines > self.max_lines:
+            out.append(f"body would be {lines} lines (budget {self.max_lines})")
+        toks = approx_tokens(body)
+        if toks > self.max_tokens:
+            out.append(f"body would be about {toks} tokens (budget {self.max_tokens})")
+        return out
