@@ -16,7 +16,7 @@ from ._analyses import (
 )
 from ._catalog import GROUP_COLUMNS, AnalysisInfo, get_analysis, list_analyses, normalize_by, parse_value
 from ._gaps import gaps, gaps_schema
-from ._result import AnalysisResult, read_metadata
+from ._result import MISSING_HINTS, AnalysisResult, missing_hint, read_metadata
 from ._run import LabFacts, connection, lab_facts, run_analysis, run_sql
 from ._stats import CORRECTIONS, TESTS, adjust_pvalues
 
@@ -35,6 +35,7 @@ __all__ = [
     "CORRECTIONS",
     "FAILURE_SOURCES",
     "GROUP_COLUMNS",
+    "MISSING_HINTS",
     "TESTS",
     "AnalysisInfo",
     "AnalysisResult",
@@ -49,6 +50,7 @@ __all__ = [
     "get_analysis",
     "lab_facts",
     "list_analyses",
+    "missing_hint",
     "normalize_by",
     "parse_value",
     "read_metadata",

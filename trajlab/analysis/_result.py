@@ -13,6 +13,26 @@ from .. import tabular
 
 METADATA_KEY = b"trajlab.analysis"
 
+MISSING_HINTS: dict[str, str] = {
+    "no trajectories": "ingest runs first: `trajlab ingest PATH --out LAB`",
+    "no tool calls": "the trajectories hold no tool-call steps",
+    "no outcomes": "no trajectory is marked success or failure; give outcomes with a trajlab-meta.jsonl "
+    "sidecar (`trajlab ingest --meta`) or ingest runner output that records results",
+    "no successful trajectories": "every trajectory with an outcome failed: gaps need both outcomes",
+    "no failed trajectories": "every trajectory with an outcome succeeded: gaps need both outcomes",
+    "no token counts": "the runners recorded no token usage for these trajectories",
+    "no judge labels": "label failures with a judge first (see `trajlab judge --help`)",
+    "no human labels": "load human annotations first: `trajlab annotations load LAB`",
+    "no gold labels": "adjudicate human labels first: `trajlab adjudicate LAB`",
+    "no predicted labels": "propagate labels first: `trajlab propagate LAB`",
+    "no tool errors": "no tool call is flagged is_error or timed_out",
+}
+"""What to do about each `AnalysisResult.missing` message (shown by the CLI and the dashboard)."""
+
+
+def missing_hint(message: str) -> str | None:
+    return MISSING_HINTS.get(message)
+
 
 @dataclass
 class AnalysisResult:

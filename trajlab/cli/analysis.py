@@ -1,0 +1,212 @@
+"""`trajlab gaps` and `trajlab analyze`: run the SQL analyses and print or save their results."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import click
+
+from .. import analysis, tabular
+from ..analysis import ANALYSES, AnalysisResult, missing_hint, parse_value
+
+# Columns of `gaps` shown in a terminal table (files and csv/json always get every column).
+GAPS_SHORT = (
+    "tool",
+    "n_calls",
+    "share_success",
+    "share_failure",
+    "gap",
+    "gap_ci",
+    "usage_gap",
+    "p_adjusted",
+    "finding",
+)
+
+
+def _output_options(f):
+    f = click.option(
+        "--max-rows", type=int, default=200, show_default=True, help="Rows shown in table/markdown output."
+    )(f)
+    f = click.option(
+        "--out",
+        "-o",
+        type=click.Path(path_type=str),
+        help="Write the result to a file (.csv .json .parquet .md).",
+    )(f)
+    f = click.option(
+        "--format", "fmt", type=click.Choice(tabular.FORMATS), default="table", show_default=True
+    )(f)
+    return f
+
+
+def _report(res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short=None) -> None:
+    for m in res.missing:
+        hint = missing_hint(m)
+        click.echo(f"missing: {m}" + (f" ({hint})" if hint else ""), err=True)
+    for n in res.notes:
+        click.echo(f"note: {n}", err=True)
+    results = {"": res, **{f".{k}": v for k, v in res.extras.items()}}
+    for suffix, r in results.items():
+        if out:
+            p = Path(out)
+            target = p.with_name(p.stem + suffix + p.suffix) if suffix else p
+            r.write(target, None if fmt == "table" else fmt)
+            click.echo(f"wrote {r.num_rows} rows to {target}")
+            continue
+        if fmt == "parquet":
+            raise click.UsageError("--format parquet needs --out")
+        if suffix:
+            click.echo(f"\n{suffix[1:]}:")
+            for m in r.missing:
+                click.echo(f"missing: {m}", err=True)
+        if r.num_rows == 0:
+            if not r.missing:
+                click.echo("(no rows)")
+            continue
+        table = short(r) if short and fmt in ("table", "markdown") else r.table
+        text = tabular.render(table, fmt, max_rows=max_rows if fmt in ("table", "markdown") else None)
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+def _short_gaps(res: AnalysisResult):
+    import pyarrow as pa
+
+    rows = []
+    by = [c for c in res.params.get("by", [])]
+    for r in res.table.to_pylist():
+        ci = (
+            f"[{r['gap_ci_low']:+.3f}, {r['gap_ci_high']:+.3f}]"
+            if r["gap_ci_low"] is not None and r["gap_ci_high"] is not None
+            else ""
+        )
+        if r["significant"]:
+            finding = f"yes: {r['favors']}"
+        elif not r["supported"]:
+            finding = f"filtered: {r['note']}"
+        else:
+            finding = "no"
+        rows.append(
+            {**{c: r[c] for c in by}, **{c: r.get(c) for c in GAPS_SHORT}, "gap_ci": ci, "finding": finding}
+        )
+    return pa.Table.from_pylist(rows) if rows else res.table
+
+
+@click.command("gaps")
+@click.argument("lab", type=click.Path(path_type=str))
+@click.option("--by", default="", help="Group by trajectory columns, e.g. model,harness,benchmark,effort.")
+@click.option("--min-support", type=int, default=10, show_default=True, help="Minimum calls of a tool.")
+@click.option(
+    "--min-trajectories", type=int, default=5, show_default=True, help="Minimum trajectories using a tool."
+)
+@click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap replicates.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="1 - interval level; test level.")
+@click.option("--correction", type=click.Choice(analysis.CORRECTIONS), default="holm", show_default=True)
+@click.option("--test", type=click.Choice(analysis.TESTS), default="fisher", show_default=True)
+@click.option(
+    "--n-perm", type=int, default=1000, show_default=True, help="Permutations for --test permutation."
+)
+@click.option("--significant", is_flag=True, help="Show only significant gaps.")
+@click.option("--all-columns", is_flag=True, help="Show every column in the terminal table.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_output_options
+def gaps_cmd(
+    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm,
+    significant, all_columns, quiet, fmt, out, max_rows,
+) -> None:  # fmt: skip
+    """Tools over-represented in successful vs failed trajectories of LAB, with intervals and tests.
+
+    Per tool: share of calls in successful and failed trajectories and their difference (the gap),
+    per-trajectory usage rates, bootstrap intervals over trajectories, a Fisher (or permutation) test
+    corrected for multiple comparisons, and a minimum-support filter that flags thin rows.
+    """
+    res = analysis.gaps(
+        lab,
+        by=by,
+        min_support=min_support,
+        min_trajectories=min_trajectories,
+        n_boot=n_boot,
+        seed=seed,
+        alpha=alpha,
+        correction=correction,
+        test=test,
+        n_perm=n_perm,
+        progress=not quiet,
+    )
+    if significant:
+        import pyarrow.compute as pc
+
+        res.table = res.table.filter(pc.field("significant"))
+    if res.num_rows and fmt in ("table", "markdown") and not out:
+        t = res.table
+        n_sig = sum(t.column("significant").to_pylist())
+        n_sup = sum(t.column("supported").to_pylist())
+        click.echo(
+            f"{n_sig} significant of {n_sup} supported rows ({t.num_rows} in all; "
+            f"{correction}, alpha {alpha}, {n_boot} bootstrap replicates)"
+        )
+    _report(res, fmt, out, max_rows, None if all_columns else _short_gaps)
+
+
+@click.command("analyze")
+@click.argument("name")
+@click.argument("lab", required=False, type=click.Path(path_type=str))
+@click.option("--by", default=None, help="Group by trajectory columns (default: the analysis' own).")
+@click.option(
+    "--param", "-p", "params", multiple=True, metavar="NAME=VALUE", help="Analysis parameter (repeatable)."
+)
+@click.option("--show-sql", is_flag=True, help="Print the SQL (placeholders filled) instead of running it.")
+@_output_options
+def analyze_cmd(name, lab, by, params, show_sql, fmt, out, max_rows) -> None:
+    """Run the analysis NAME over LAB: gaps, capability, tokens, failures, funnel, recovery, tools, ...
+
+    NAME may also be a path to your own .sql file (copy one with --show-sql and edit it).
+    `trajlab analyze list` lists the analyses and their parameters. Parameters: for gaps, failures
+    (source=judge|human|gold|predicted, judge=llm|rules) and funnel (bins=10) they are the Python API's
+    keyword arguments; for the other files the `$name` parameters in the SQL.
+    """
+    if name == "list":
+        rows = [
+            {
+                "name": a.name,
+                "kind": a.kind,
+                "by": ",".join(a.default_by),
+                "params": " ".join(f"{k}={'' if v is None else v}" for k, v in a.params.items()),
+                "title": a.title,
+            }
+            for a in analysis.list_analyses()
+        ]
+        click.echo(tabular.render(rows, "table" if fmt == "table" else fmt, max_width=90))
+        return
+    kwargs = {}
+    for p in params:
+        key, sep, value = p.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--param wants NAME=VALUE, got {p!r}")
+        kwargs[key.strip()] = parse_value(value)
+    if show_sql:
+        info = analysis.get_analysis(name) if not name.endswith(".sql") else None
+        text = info.text if info else Path(name).read_text(encoding="utf-8")
+        cols = analysis.normalize_by(by) if by is not None else (info.default_by if info else ())
+        from ..analysis._catalog import expand
+
+        click.echo(expand(text, cols), nl=False)
+        return
+    if not lab:
+        raise click.UsageError("give the LAB to analyse")
+    if name in ANALYSES:
+        fn = getattr(analysis, ANALYSES[name])
+        accepted = set(inspect.signature(fn).parameters) - {"lab", "by"}
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown:
+            raise click.UsageError(
+                f"unknown parameter(s) {', '.join(unknown)} for {name}; takes: {', '.join(sorted(accepted))}"
+            )
+        if by is not None:
+            kwargs["by"] = by
+        res = fn(lab, **kwargs)
+    else:
+        res = analysis.run_analysis(lab, name, params=kwargs, by=by)
+    short = _short_gaps if name == "gaps" else None
+    _report(res, fmt, out, max_rows, short)
