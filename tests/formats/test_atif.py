@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from trajlab.formats import ParseContext, finish_trajectory, get_adapter
+from trajlab.ingest import discover, ingest, unit_digest
+from trajlab.store import Lab, query
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "atif"
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+TRIAL = "jobs/job-2025-03-01__10-00/audio-count__a1b2c3d"
+
+
+def parse_tree(root: Path):
+    disc = discover([root])
+    out = {}
+    for u in disc.units:
+        a = get_adapter(u.adapter)
+        u.digest = unit_digest(u.files)
+        ctx = ParseContext(u, a.runner)
+        rows = [finish_trajectory(pt, u, a.runner, a.name, NOW) for pt in a.parse(u, ctx)]
+        out[u.primary.relative_to(root).as_posix()] = (u, ctx, rows)
+    return disc, out
+
+
+@pytest.fixture(scope="module")
+def parsed():
+    return parse_tree(FIX)
+
+
+def test_units_and_companions(parsed):
+    disc, units = parsed
+    assert not disc.unknown
+    assert sorted(units) == [
+        f"{TRIAL}/agent/trajectory.json",
+        "jobs/job-2025-03-01__10-00/video-frames__e5f6a7b/result.json",
+        "malformed/badstep.trajectory.json",
+        "malformed/truncated.trajectory.json",
+    ]
+    u, _, _ = units[f"{TRIAL}/agent/trajectory.json"]
+    assert {p.name for p in u.companions} == {
+        "trajectory.cont-1.json",
+        "trajectory.summarization-1-summary.json",
+        "result.json",
+        "reward.txt",
+        "config.json",
+        "debug.json",
+    }
+
+
+def test_trial_merges_continuation_subagent_and_reward(parsed):
+    _, units = parsed
+    _, ctx, rows = units[f"{TRIAL}/agent/trajectory.json"]
+    assert ctx.records_seen == 14 and ctx.records_quarantined == 0  # 4 + 4 + 5 steps + result.json
+    [(t, steps)] = rows
+    assert (t["runner"], t["format"], t["harness"], t["model"]) == (
+        "atif",
+        "atif",
+        "terminus-2",
+        "openai/gpt-5",
+    )
+    assert (t["outcome"], t["reward"], t["task_id"], t["benchmark"]) == (
+        "success",
+        1.0,
+        "audio-count",
+        "omni-bench",
+    )
+    assert t["outcome_source"] == "result.json:verifier_result.rewards.reward"
+    assert t["task"] == "Count the beeps in /app/beeps.wav and write the number to /app/answer.txt."
+    assert t["reasoning_effort"] == "high"
+    # final_metrics of the last segment are the run totals (cumulative, sub-agent included)
+    assert (t["input_tokens"], t["output_tokens"], t["cached_tokens"], t["cost_usd"]) == (
+        4300,
+        370,
+        1100,
+        0.016,
+    )
+    assert (t["n_steps"], t["n_tool_calls"], t["n_subagents"], t["n_errors"]) == (18, 6, 1, 2)
+    assert t["started_at"] == datetime(2025, 3, 1, 9, 59, 50, tzinfo=timezone.utc)
+    assert sorted(t["anomalies"]) == ["call without result call_x", "result without call call_ghost"]
+    kinds = [s["kind"] for s in steps]
+    assert kinds.count("compaction") == 1
+    # copied-context steps of the continuation and the sub-agent are dropped
+    assert sum(1 for s in steps if s.get("text") == "Probed beeps.wav (12 s); count.py printed 7.") == 1
+    comp = kinds.index("compaction")
+    sub = [s for s in steps if s["agent_id"] != "main"]
+    assert [s["kind"] for s in sub] == ["user", "assistant"]
+    assert all(s["parent_step_index"] == comp and s["depth"] == 1 for s in sub)
+    assert sub[1]["input_tokens"] == 500
+
+
+def test_terminus_batch_output_goes_to_last_command(parsed):
+    _, units = parsed
+    [(_, steps)] = units[f"{TRIAL}/agent/trajectory.json"][2]
+    by_id = {s["call_id"]: s for s in steps if s["kind"] == "tool_call"}
+    probe, count = by_id["call_0_1"], by_id["call_0_2"]
+    assert probe["tool"] == "ffprobe" and probe["modality"] == "audio"
+    assert probe.get("output") is None and json.loads(probe["metadata"])["output_shared_with"] == "call_0_2"
+    assert count["output"].endswith("7\n") and count["command"] == "python3 count.py /app/beeps.wav"
+    assert by_id["call_c"]["exit_code"] == 2 and by_id["call_c"]["is_error"] is True
+    assert by_id["call_w"]["output"] == "" and by_id["call_w"].get("exit_code") is None
+    assert by_id["call_x"]["tool"] == "image_read" and by_id["call_x"].get("output") is None
+    # the parse-error feedback with no call is an environment message flagged as an error
+    env = [s for s in steps if s.get("role") == "environment"]
+    assert (
+        len(env) == 1
+        and env[0]["is_error"]
+        and env[0]["text"].startswith("Previous response had parsing errors")
+    )
+    # tokens of one model call land on its first step (reasoning here)
+    first = steps[1]
+    assert first["kind"] == "reasoning" and (
+        first["input_tokens"],
+        first["output_tokens"],
+        first["cached_tokens"],
+    ) == (1000, 120, 200)
+
+
+def test_trial_without_trajectory_and_malformed_files(parsed):
+    _, units = parsed
+    _, _, [(t, steps)] = units["jobs/job-2025-03-01__10-00/video-frames__e5f6a7b/result.json"]
+    assert steps == []
+    assert (t["outcome"], t["reward"], t["exit_status"]) == ("failure", 0.0, "AgentTimeoutError")
+    assert t["error"] == "Agent execution timed out after 900 seconds"
+    assert (t["input_tokens"], t["output_tokens"], t["model"]) == (800, 40, "gpt-5")
+    _, ctx, rows = units["malformed/truncated.trajectory.json"]
+    assert rows == [] and ctx.records_seen == 1 and ctx.quarantined[0].error_type == "truncated"
+    _, ctx, [(t, steps)] = units["malformed/badstep.trajectory.json"]
+    assert (ctx.records_seen, ctx.records_ingested, ctx.records_quarantined) == (3, 2, 1)
+    assert "step 1" in ctx.quarantined[0].reason
+    assert t["final_answer"] == "42" and [s["kind"] for s in steps] == ["user", "assistant", "tool_call"]
+
+
+def test_sniff_only_atif():
+    a = get_adapter("atif")
+    assert a.sniff(Path("x.json"), b'{\n  "schema_version": "ATIF-v1.7",\n  "session_id": "s"')
+    assert not a.sniff(Path("trajectory.json"), b'{"problem_statement": "x", "steps": []}')
+    assert not a.sniff(Path("result.json"), b'{"id": "x", "results": [{"trial_name": "t"}]}')
+
+
+@pytest.mark.corpus
+def test_corpus_atif(corpus_dir: Path, tmp_path: Path):
+    rep = ingest([corpus_dir / "atif"], tmp_path / "lab", workers=1, progress=False)
+    assert not rep.unknown
+    r = rep.runners["atif"]
+    assert (r.trajectories, r.steps, r.tool_calls, r.records_quarantined) == (4, 51, 15, 0)
+    lab = Lab.open(tmp_path / "lab")
+    per = query(
+        lab,
+        "select regexp_extract(source_path, '[^/]+/[^/]+$') f, n_steps, n_tool_calls, n_subagents, input_tokens "
+        "from trajectories order by f",
+        as_="polars",
+    ).rows()
+    assert per == [
+        ("atif/openhands-hello-world.trajectory.json", 8, 2, 0, 220),
+        ("atif/terminus2-hello-world-invalid-json.trajectory.json", 13, 3, 0, 2417),
+        ("atif/terminus2-hello-world-timeout.trajectory.json", 7, 3, 0, 982),
+        ("terminus2-context-summarization/trajectory.json", 23, 7, 3, 7802),
+    ]
+    # every call found its result (terminus by position, OpenHands by source_call_id) except `finish`
+    open_calls = query(lab, "select tool_name from steps where kind = 'tool_call' and output is null").column(
+        0
+    )
+    assert open_calls.to_pylist() == ["finish"]
+    assert query(lab, "select count(*) from steps where kind = 'tool_result'").column(0)[0].as_py() == 0
