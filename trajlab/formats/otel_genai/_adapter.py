@@ -64,7 +64,11 @@ class OtelGenAiAdapter(Adapter):
                         spans.append(sp)
                     else:
                         ctx.quarantine(
-                            path, f"item {i}: not a span", "schema", (_dump(sp) or "").encode(), line=i
+                            path,
+                            f"item {i}: not a span ({type(sp).__name__})",
+                            "schema",
+                            (_dump(sp) or "").encode(),
+                            line=i,
                         )
         by_trace: dict[str, list[_Span]] = {}
         for sp in spans:

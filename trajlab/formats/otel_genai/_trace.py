@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -229,6 +231,9 @@ class _Trace:
             ),
             None,
         )
+        if isinstance(res, str) and res.startswith('"'):  # JSON.stringify of a string (Vercel AI SDK)
+            with contextlib.suppress(json.JSONDecodeError):
+                res = json.loads(res)
         fields: dict[str, Any] = {
             "output": res if isinstance(res, str) or res is None else _dump(res),
             "duration_s": (s.end - s.start) / 1e9 if s.end > s.start else None,
@@ -261,16 +266,7 @@ class _Trace:
         models = Counter(s["model"] for s in self.steps if s.get("model"))
         conventions = set()
         for s in self.spans:
-            for k in s.attrs:
-                head = k.split(".", 1)[0]
-                if k.startswith(("gen_ai.prompt.", "gen_ai.completion.")):
-                    conventions.add("openllmetry")
-                elif head in ("gen_ai", "openinference", "traceloop", "ai") or k.startswith("llm."):
-                    conventions.add(
-                        {"gen_ai": "gen_ai", "ai": "vercel-ai", "traceloop": "openllmetry"}.get(
-                            head, "openinference"
-                        )
-                    )
+            conventions.update(_conventions(s.attrs))
         roots = [s for s in self.spans if not s.parent_id or s.parent_id not in self.by_id]
         res = next((s.resource for s in self.spans if s.resource), {})
         service = res.get("service.name")
@@ -280,7 +276,6 @@ class _Trace:
         harness = service or (
             root_agent and (root_agent.attrs.get("gen_ai.agent.name") or root_agent.attrs.get("agent.name"))
         )
-        a0 = self.spans[0].attrs if self.spans else {}
         meta = {
             "trace_id": trace_id,
             "conventions": sorted(conventions),
@@ -295,7 +290,14 @@ class _Trace:
                 ),
                 None,
             ),
-            "function_id": a0.get("ai.telemetry.functionId"),
+            "function_id": next(
+                (
+                    s.attrs["ai.telemetry.functionId"]
+                    for s in self.spans
+                    if s.attrs.get("ai.telemetry.functionId")
+                ),
+                None,
+            ),
         }
         costs = [
             s.attrs.get("llm.cost.total")
@@ -321,3 +323,31 @@ class _Trace:
             t["exit_status"] = "error"
             t["error"] = failed_root.error
         return t
+
+
+_SEMCONV_KEYS = (
+    "gen_ai.operation.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.call.id",
+)
+
+
+def _conventions(a: dict[str, Any]) -> set[str]:
+    """Which attribute conventions a span uses (a span may mix several)."""
+    found = set()
+    if any(k in a for k in _SEMCONV_KEYS):
+        found.add("gen_ai")
+    if any(
+        k.startswith(("gen_ai.prompt.", "gen_ai.completion.", "traceloop.", "llm.request.type", "llm.usage."))
+        for k in a
+    ):
+        found.add("openllmetry")
+    if "openinference.span.kind" in a or any(
+        k.startswith(("llm.input_messages.", "llm.output_messages.", "llm.token_count.", "llm.model_name"))
+        for k in a
+    ):
+        found.add("openinference")
+    if any(k.startswith("ai.") for k in a):
+        found.add("vercel-ai")
+    return found
