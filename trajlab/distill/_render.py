@@ -22,7 +22,7 @@ SECTION_REFS = "References"
 MEDIA_EXT = (
     "mp4|mkv|mov|avi|webm|m4v|wav|mp3|flac|ogg|m4a|aac|png|jpe?g|gif|bmp|tiff?|webp|pdf|txt|srt|vtt|csv|json"
 )
-_MEDIA_RE = re.compile(r"(?P<dir>(?:[\w.%-]+/)*)(?P<stem>[\w.-]*[\w-])\.(?P<ext>" + MEDIA_EXT + r")\b", re.I)
+_MEDIA_RE = re.compile(r"(?P<dir>(?:[\w.%-]+/)*)(?P<stem>[\w.%-]*[\w-])\.(?P<ext>" + MEDIA_EXT + r")\b", re.I)
 _PY_CODE_RE = re.compile(r"""(python3?\s+-c\s+)(["']).*?\2""", re.S)
 _HEREDOC_RE = re.compile(r"<<-?\s*'?(\w+)'?\n.*?\n\1", re.S)
 EXAMPLE_CHARS = 110

@@ -297,10 +297,10 @@ class Budget:
         n = len(text.encode())
         if n > self.max_bytes:
             out.append(f"SKILL.md would be {n} bytes (budget {self.max_bytes})")
-        lines = len(body.rstrip("\n").split("\n"))
+        lines = len(body.strip("\n").split("\n"))
         if lines > self.max_lines:
             out.append(f"body would be {lines} lines (budget {self.max_lines})")
-        toks = approx_tokens(body)
+        toks = approx_tokens(body.strip("\n"))
         if toks > self.max_tokens:
             out.append(f"body would be about {toks} tokens (budget {self.max_tokens})")
         return out

@@ -210,14 +210,15 @@ def validate_skill(skill_dir: str | Path) -> SkillReport:
     # body
     if not body.strip():
         rep.add("error", "body-empty", "SKILL.md has no instructions after the frontmatter")
-    n_lines = len(body.rstrip("\n").split("\n"))
+    content = body.strip("\n")  # the blank line after the frontmatter is not content
+    n_lines = len(content.split("\n"))
     if n_lines >= BODY_MAX_LINES:
         rep.add(
             "error",
             "body-lines",
             f"body has {n_lines} lines (keep it under {BODY_MAX_LINES}; move details to references/)",
         )
-    toks = approx_tokens(body)
+    toks = approx_tokens(content)
     if toks > BODY_MAX_TOKENS:
         rep.add("error", "body-tokens", f"body is about {toks} tokens (keep it under {BODY_MAX_TOKENS})")
     if len(raw) > CODEX_PROMPT_BYTES:

@@ -1,0 +1,105 @@
+"""Versions (immutable snapshots with diffs), edits within a size budget, and the skill model."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from trajlab.distill import (
+    Budget,
+    Op,
+    SkillStore,
+    apply_ops,
+    content_hash,
+    empty_skill,
+    load_skill,
+    validate_skill,
+)
+from trajlab.distill._skill import parse_body
+from trajlab.errors import LabError
+
+
+def test_parse_render_roundtrip() -> None:
+    body = "# Title\n\nIntro text.\n\n## Do\n\n1. First **step**.\n2. Second\n   continued.\n\n## Notes\n\nSome prose.\n\n- a bullet\n"
+    title, intro, secs = parse_body(body)
+    assert title == "Title" and intro == "Intro text."
+    assert [(s.title, [i.text for i in s.items], s.numbered) for s in secs] == [
+        ("Do", ["First **step**.", "Second\ncontinued."], True),
+        ("Notes", ["a bullet"], False),
+    ]
+    assert secs[1].prose == "Some prose."
+
+
+def test_budget_rejects_never_truncates() -> None:
+    sk = empty_skill("cal")
+    small = Budget(max_bytes=len(sk.render().encode()) + 150)
+    ok = Op("add", "Do", "Run `ffprobe` first.", rule="r1")
+    big = Op("add", "Do", "x" * 400, rule="r2")
+    res = apply_ops(sk, [ok, big], small)
+    assert [o.rule for o in res.applied] == ["r1"]
+    assert res.rejected[0][0].rule == "r2" and "over the size budget" in res.rejected[0][1]
+    texts = [it.text for _, it in res.skill.items()]
+    assert texts == ["Run `ffprobe` first."]  # the big edit is absent, not cut short
+    assert not any("x" * 10 in t for t in texts)
+
+
+def test_edit_and_remove_by_id() -> None:
+    sk = empty_skill("cal")
+    res = apply_ops(sk, [Op("add", "Do", "A"), Op("add", "Avoid", "B")])
+    sk = res.skill
+    a = sk.items()[0][1].id
+    res = apply_ops(
+        sk,
+        [
+            Op("edit", item_id=a, text="A2"),
+            Op("remove", item_id=sk.items()[1][1].id),
+            Op("remove", item_id="nope"),
+            Op("add", "Do", "A2"),
+        ],
+    )
+    assert [it.text for _, it in res.skill.items()] == ["A2"]
+    assert [w for _, w in res.rejected] == ["no item with id 'nope'", "duplicate of an existing item"]
+
+
+def test_versions_snapshots_and_diffs(tmp_path: Path) -> None:
+    store = SkillStore(tmp_path)
+    sk = empty_skill("cal")
+    v1 = store.commit(sk, "start")
+    assert (v1.version, v1.created) == (1, True)
+    assert store.commit(sk.copy(), "again").created is False
+    sk2 = apply_ops(sk, [Op("add", "Do", "Probe with `ffprobe` first.")]).skill
+    v2 = store.commit(sk2, "add probe", [{"kind": "add"}])
+    assert v2.version == 2 and v2.parent == 1
+    snap = tmp_path / ".history" / "cal" / "v0002"
+    diff = (snap / "diff.patch").read_text(encoding="utf-8")
+    assert "+1. Probe with `ffprobe` first." in diff and "-  version: '1'" in diff
+    assert not (snap / "skill" / "SKILL.md").stat().st_mode & stat.S_IWUSR  # frozen
+    live = load_skill(tmp_path / "cal")
+    assert live.metadata["version"] == "2" and live.metadata["content-hash"] == content_hash(tmp_path / "cal")
+    assert (
+        validate_skill(tmp_path / "cal").ok and validate_skill(snap / "skill").ok is False
+    )  # folder name differs
+    assert store.get("cal", 1).items() == []
+    # a hand edit of the live folder is recorded before the next version
+    p = tmp_path / "cal" / "SKILL.md"
+    p.write_text(p.read_text(encoding="utf-8") + "\n- Hand-written tip.\n", encoding="utf-8")
+    sk3 = apply_ops(load_skill(tmp_path / "cal"), [Op("add", "Avoid", "Guessing.")]).skill
+    v4 = store.commit(sk3, "next")
+    assert [(v.version, v.reason) for v in store.versions("cal")] == [
+        (1, "start"),
+        (2, "add probe"),
+        (3, "edited by hand"),
+        (4, "next"),
+    ]
+    assert v4.version == 4
+
+
+def test_snapshots_are_immutable(tmp_path: Path) -> None:
+    store = SkillStore(tmp_path)
+    store.commit(empty_skill("cal"), "start")
+    latest = store.latest("cal")
+    assert latest is not None
+    with pytest.raises(LabError, match="immutable"):
+        store._snapshot(empty_skill("cal"), None, "again", [])
