@@ -208,3 +208,15 @@ def test_corpus_chat_messages(corpus_dir, tmp_path):
     assert all(c["step_index"] == tid_last[c["trajectory_id"]] for c in unresolved)
     assert len(unresolved) == 10 and sum(c["tool"] == "submit" for c in unresolved) == 9
     assert not [s for s in steps if s["kind"] == "tool_result"]
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["chat-messages"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"chat_messages"}
+    assert len(claimed) == 3

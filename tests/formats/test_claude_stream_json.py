@@ -139,3 +139,15 @@ def test_corpus_claude_stream_json(corpus_dir, tmp_path):
     assert [c["agent_id"] for c in calls if c["tool_name"] == "Bash" and c["depth"] == 1] == [
         "a7da442314ff745d1"
     ]
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["claude-stream-json"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"claude_stream_json"}
+    assert len(claimed) == 2

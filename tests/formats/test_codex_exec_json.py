@@ -4,6 +4,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
 from trajlab.ingest import ingest, unit_digest
 from trajlab.store import Lab
@@ -121,3 +123,15 @@ def test_ingest_invariant(tmp_path):
     assert report.records_quarantined == 4
     lab = Lab.open(tmp_path / "lab")
     assert lab.rows("trajectories") == 3 and lab.rows("steps") == 17
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["codex-exec-json"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == set()
+    assert len(claimed) == 0

@@ -239,3 +239,15 @@ def test_corpus_inspect(corpus_dir, tmp_path):
     assert {c["tool"] for c in calls} == {"ls", "web_browser_go", "web_browser_click"}
     orphans = [s for s in steps if s["kind"] == "tool_result"]
     assert len(orphans) == 11 and all(s["is_error"] for s in orphans)  # the error log has results only
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["inspect-eval", "inspect-json"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"inspect_ai"}
+    assert len(claimed) == 5

@@ -171,3 +171,15 @@ def test_corpus_otel(corpus_dir, tmp_path):
     calls = [s for s in steps if s["kind"] == "tool_call"]
     assert len(calls) == 2 and all(c["output"] for c in calls)  # each call found its result
     assert {c["call_id"] for c in calls} == {"1234"}
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["otel-genai"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"otel_genai"}
+    assert len(claimed) == 4

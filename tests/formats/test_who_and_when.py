@@ -173,3 +173,15 @@ def test_corpus_who_and_when(corpus_dir, tmp_path):
     assert agree == 89  # 3 annotations name an agent that did not speak at that index (recorded as anomalies)
     calls = [s for s in steps if s["kind"] == "tool_call"]
     assert len(calls) == 148  # 145 Computer_terminal + 3 ComputerTerminal messages
+
+
+@pytest.mark.corpus
+def test_corpus_sniff_claims_only_own_files(corpus_dir):
+    """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
+    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
+    claimed = set()
+    for name in ["who-and-when"]:
+        a = get_adapter(name)
+        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
+    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"who_and_when"}
+    assert len(claimed) == 92

@@ -117,6 +117,32 @@ def _messages_of(row: Any) -> tuple[str, list[Any]] | None:
     return None
 
 
+_KEY_RE = re.compile(r'"(messages|conversations|conversation|trajectory)"\s*:\s*\[\s*')
+
+
+def _depths(text: str, positions: Iterator[int]) -> Iterator[tuple[int, int]]:
+    """(position, JSON nesting depth there) for increasing positions, in one pass over the text."""
+    depth, i = 0, 0
+    in_str = esc = False
+    for pos in positions:
+        for ch in text[i:pos]:
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+        i = pos
+        yield pos, depth
+
+
 def _first_element(text: str, at: int) -> Any:
     """Decode the JSON value starting at `text[at]` (a list's first element) or None."""
     try:
@@ -391,8 +417,12 @@ class ChatMessagesAdapter(Adapter):
                 return False  # the first row did not fit in the head: look inside it below
         elif s[:1] != "{":
             return False
-        m = re.search(r'"(messages|conversations|conversation|trajectory)"\s*:\s*\[\s*', s)
-        return bool(m) and _looks_like_message(_first_element(s, m.end()))
+        want = 2 if s[:1] == "[" else 1  # a key of the row itself, not one nested deeper (Inspect logs)
+        ends = {m.start(): m.end() for m in _KEY_RE.finditer(s)}
+        for pos, depth in _depths(s, iter(ends)):
+            if depth == want:
+                return _looks_like_message(_first_element(s, ends[pos]))
+        return False
 
     def why_not(self, path: Path, head_bytes: bytes) -> str:
         if path.name.lower().endswith((".traj.json", ".traj")):
