@@ -71,6 +71,7 @@ class ReviewSession:
             self._tty = self.stdin.isatty()
         except (AttributeError, ValueError):
             self._tty = False
+        self._saved_attrs: Any = None
 
     # -- io ----------------------------------------------------------------------------------------
 
@@ -78,19 +79,23 @@ class ReviewSession:
         self.stdout.write(text + "\n")
         self.stdout.flush()
 
+    def _cbreak(self) -> None:
+        """On a terminal: keys arrive one at a time, unechoed (Ctrl-C still interrupts)."""
+        if self._tty and self._saved_attrs is not None:
+            import tty
+
+            tty.setcbreak(self.stdin.fileno())
+
+    def _restore(self) -> None:
+        if self._tty and self._saved_attrs is not None:
+            import termios
+
+            termios.tcsetattr(self.stdin.fileno(), termios.TCSADRAIN, self._saved_attrs)
+
     def _read_key(self) -> str:
         while True:
             if self._tty:
-                import termios
-                import tty
-
-                fd = self.stdin.fileno()
-                old = termios.tcgetattr(fd)
-                try:
-                    tty.setcbreak(fd)
-                    raw = os.read(fd, 1)
-                finally:
-                    termios.tcsetattr(fd, termios.TCSADRAIN, old)
+                raw = os.read(self.stdin.fileno(), 1)
                 ch = raw.decode("utf-8", "replace")
             else:
                 ch = self.stdin.read(1)
@@ -100,10 +105,18 @@ class ReviewSession:
                 return ch.lower()
 
     def _read_line(self, prompt: str) -> str:
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
-        if line == "":
+        """A whole line (typed with echo and editing); a line cut off by end of input is not one."""
+        self._restore()
+        try:
+            self.stdout.write(prompt)
+            self.stdout.flush()
+            if self._tty:
+                line = _read_tty_line(self.stdin.fileno())
+            else:
+                line = self.stdin.readline()
+        finally:
+            self._cbreak()
+        if not line.endswith("\n"):
             raise EOFError
         return clean(line.rstrip("\r\n")).strip()
 
@@ -168,6 +181,11 @@ class ReviewSession:
 
     def run(self) -> SessionSummary:
         summary = SessionSummary()
+        if self._tty:
+            import termios
+
+            self._saved_attrs = termios.tcgetattr(self.stdin.fileno())
+            self._cbreak()  # before the first prompt, so no early keystroke is line-buffered
         try:
             while True:
                 if self.limit is not None and len(summary.saved) >= self.limit:
@@ -193,6 +211,8 @@ class ReviewSession:
             self._say("\ninterrupted: the label being typed was not saved")
         except EOFError:
             summary.stopped_by = "eof"
+        finally:
+            self._restore()
         path = self.queue.store.path_for(self.queue.annotator)
         self._say(f"{len(summary.saved)} label(s) saved to {path}")
         return summary
@@ -247,6 +267,17 @@ class ReviewSession:
             if text.isdigit() and int(text) < max(item.n_steps, 1):
                 return int(text)
             self._say(f"not a step of this trajectory: {text!r}")
+
+
+def _read_tty_line(fd: int) -> str:
+    """Read a canonical-mode line from a terminal fd byte by byte (no buffering past the newline)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        b = os.read(fd, 1024)
+        if not b:
+            break
+        data += b
+    return data.decode("utf-8", "replace")
 
 
 def clean_lines(text: str) -> list[str]:
