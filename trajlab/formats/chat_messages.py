@@ -117,6 +117,7 @@ def _messages_of(row: Any) -> tuple[str, list[Any]] | None:
     return None
 
 
+_ROLE_RE = re.compile(r'"(role|from)"\s*:\s*"(user|assistant|system|human|gpt|ai|tool|developer)"')
 _KEY_RE = re.compile(r'"(messages|conversations|conversation|trajectory)"\s*:\s*\[\s*')
 
 
@@ -421,7 +422,10 @@ class ChatMessagesAdapter(Adapter):
         ends = {m.start(): m.end() for m in _KEY_RE.finditer(s)}
         for pos, depth in _depths(s, iter(ends)):
             if depth == want:
-                return _looks_like_message(_first_element(s, ends[pos]))
+                el = _first_element(s, ends[pos])
+                if el is None:  # the first message is cut off by the end of the head
+                    return bool(_ROLE_RE.search(s, ends[pos]))
+                return _looks_like_message(el)
         return False
 
     def why_not(self, path: Path, head_bytes: bytes) -> str:
