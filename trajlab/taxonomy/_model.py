@@ -26,6 +26,7 @@ DETECTORS: dict[str, str] = {
     "asr_never_run": "an audio task where no audio step was ever run",
     "frames_failed": "a video step (frame extraction, video decoding) ran and failed or produced nothing",
     "frames_never_extracted": "a video task where no video step was ever run",
+    "sparse_frames": "a video task where frames were extracted at a single point in time only",
     "image_never_viewed": "an image task where the image was never opened or analysed",
     "web_never_searched": "a task needing outside knowledge where no web or search step was run",
     "code_exception": "the agent's own code raised an unrecovered exception in a computation step",
