@@ -430,34 +430,21 @@ class Iteration:
 
     def run(self) -> IterateResult:
         st = self.state
-        if not st["rounds"] and st["next"] is None:
-            start = load_skill(self.start) if self.start else empty_skill(self.name)
-            v = self.store.commit(start, "starting skill", live=True)
-            st["next"] = {"version": v.version, "ops": [], "rejected_ops": []}
-            self._save()
-        while st["next"] is not None and len(st["rounds"]) <= self.rounds:
+        while len(st["rounds"]) <= self.rounds:
+            if st["next"] is None:
+                if not st["rounds"]:
+                    start = load_skill(self.start) if self.start else empty_skill(self.name)
+                    v = self.store.commit(start, "starting skill", live=True)
+                    st["next"] = {"version": v.version, "ops": [], "rejected_ops": []}
+                elif not self._next_candidate(len(st["rounds"])):
+                    self.echo("the editor proposed no applicable edit; stopping")
+                    break
+                self._save()
             r = len(st["rounds"])
             nxt = st["next"]
             cand = self.store.get(self.name, nxt["version"])
             cal, held = self._evaluate(r, cand, nxt["version"])
-            inc = st["incumbent"]
-            if inc is None:
-                accepted, decision = True, "baseline"
-            else:
-                prev = next(x for x in st["rounds"] if x["version"] == inc and x["accepted"])
-                new_c, old_c = _paired(cal, prev["calibration"])
-                new_h, old_h = _paired(held, prev["heldout"]) if self.heldout else (None, None)
-                if new_c is None or old_c is None:
-                    accepted, decision = (
-                        False,
-                        "rejected: no calibration task could be scored for both versions",
-                    )
-                elif new_c <= old_c:
-                    accepted, decision = False, f"rejected: calibration {new_c:.3f} does not beat {old_c:.3f}"
-                elif new_h is not None and old_h is not None and new_h < old_h:
-                    accepted, decision = False, f"rejected: held-out dropped {old_h:.3f} -> {new_h:.3f}"
-                else:
-                    accepted, decision = True, f"accepted: calibration {old_c:.3f} -> {new_c:.3f}"
+            accepted, decision = self._decide(cal, held)
             rr = RoundResult(
                 r,
                 nxt["version"],
@@ -482,30 +469,45 @@ class Iteration:
             self.echo(
                 f"round {r}: v{rr.version} calibration={rr.cal_score} heldout={rr.heldout_score} {decision}"
             )
-            if len(st["rounds"]) > self.rounds:
-                break
-            incumbent = self.store.get(self.name, st["incumbent"])
-            ops, _ = self._propose(incumbent, r)
-            res = apply_ops(incumbent, ops, self.budget)
-            if not res.applied:
-                self.echo("the editor proposed no applicable edit; stopping")
-                break
-            sk = self._with_provenance(res.skill, r + 1)
-            guard = EvalIndex.from_lab(Lab.open(self.lab_path))
-            v = self._commit_checked(
-                sk, guard, f"round {r + 1} candidate", [o.to_dict() for o in res.applied]
-            )
-            st["next"] = {
-                "version": v,
-                "ops": [o.to_dict() for o in res.applied],
-                "rejected_ops": [{**o.to_dict(), "why": why} for o, why in res.rejected],
-            }
-            self._save()
         chosen = st["incumbent"]
         self.store.publish_version(self.name, chosen)
         rounds = [RoundResult(**x) for x in st["rounds"]]
         self._write_curve(rounds)
         return IterateResult(self.work, self.name, rounds, chosen, self.store.live(self.name))
+
+    def _decide(self, cal: dict[str, str], held: dict[str, str]) -> tuple[bool, str]:
+        st = self.state
+        inc = st["incumbent"]
+        if inc is None:
+            return True, "baseline"
+        prev = next(x for x in st["rounds"] if x["version"] == inc and x["accepted"])
+        new_c, old_c = _paired(cal, prev["calibration"])
+        new_h, old_h = _paired(held, prev["heldout"]) if self.heldout else (None, None)
+        if new_c is None or old_c is None:
+            return False, "rejected: no calibration task could be scored for both versions"
+        if new_c <= old_c:
+            return False, f"rejected: calibration {new_c:.3f} does not beat {old_c:.3f}"
+        if new_h is not None and old_h is not None and new_h < old_h:
+            return False, f"rejected: held-out dropped {old_h:.3f} -> {new_h:.3f}"
+        return True, f"accepted: calibration {old_c:.3f} -> {new_c:.3f}"
+
+    def _next_candidate(self, r: int) -> bool:
+        """Edit the incumbent into the candidate of round r; False when the editor has nothing to add."""
+        st = self.state
+        incumbent = self.store.get(self.name, st["incumbent"])
+        ops, _ = self._propose(incumbent, r - 1)
+        res = apply_ops(incumbent, ops, self.budget)
+        if not res.applied:
+            return False
+        sk = self._with_provenance(res.skill, r)
+        guard = EvalIndex.from_lab(Lab.open(self.lab_path))
+        v = self._commit_checked(sk, guard, f"round {r} candidate", [o.to_dict() for o in res.applied])
+        st["next"] = {
+            "version": v,
+            "ops": [o.to_dict() for o in res.applied],
+            "rejected_ops": [{**o.to_dict(), "why": why} for o, why in res.rejected],
+        }
+        return True
 
     def _with_provenance(self, sk: Skill, r: int) -> Skill:
         """Record item -> rule links and the iteration settings in references/provenance.json."""
