@@ -1,0 +1,68 @@
+"""`trajlab dag`: build step DAGs (the default), show one as a tree, export one for other tools."""
+
+from __future__ import annotations
+
+import click
+
+from ..dag import EXPORT_FORMATS, build_lab, export, load_dag, read_steps, render_text
+from ..fsutil import atomic_write_text
+
+
+class _DefaultBuild(click.Group):
+    """`trajlab dag LAB` means `trajlab dag build LAB`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["build", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("dag", cls=_DefaultBuild)
+def dag_group() -> None:
+    """Step DAGs: `trajlab dag LAB` builds them (same as `trajlab dag build LAB`)."""
+
+
+@dag_group.command("build")
+@click.argument("lab", type=click.Path(path_type=str))
+@click.option("--rebuild", is_flag=True, help="Rebuild every DAG, not only missing or outdated ones.")
+@click.option("--traj", "trajectories", multiple=True, help="Only this trajectory id (repeatable).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: bool) -> None:
+    """Build and store the step DAGs of the lab's trajectories (incremental)."""
+    report = build_lab(lab, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
+    click.echo(report.format())
+    if report.failed:
+        raise click.exceptions.Exit(1)
+
+
+@dag_group.command("show")
+@click.argument("lab", type=click.Path(path_type=str))
+@click.argument("trajectory")
+@click.option(
+    "--max-output", type=int, default=120, show_default=True, help="Characters of output per step (0: none)."
+)
+def show_cmd(lab: str, trajectory: str, max_output: int) -> None:
+    """Print a trajectory's DAG as an indented tree with statuses (TRAJECTORY may be an id prefix)."""
+    dag = load_dag(lab, trajectory)
+    steps = read_steps(lab, dag.trajectory_id) if max_output > 0 else None
+    click.echo(render_text(dag, steps, max_output=max_output), nl=False)
+
+
+@dag_group.command("export")
+@click.argument("lab", type=click.Path(path_type=str))
+@click.argument("trajectory")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="json", show_default=True)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Write to this file instead of stdout.",
+)
+def export_cmd(lab: str, trajectory: str, fmt: str, out: str | None) -> None:
+    """Write a trajectory's DAG as JSON, GraphML or Graphviz DOT."""
+    text = export(load_dag(lab, trajectory), fmt)
+    if out:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(text, nl=False)

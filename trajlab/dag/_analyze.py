@@ -1,0 +1,396 @@
+"""Whole-graph analysis of a built DAG: answer edges and path, layers, branches, metrics, candidates."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ._candidates import rank_candidates
+from ._model import ANSWER_PATH_EDGES, DAG_VERSION, MEDIA_MODALITIES, USE_EDGES, StepDag
+from ._stepio import BOOKKEEPING_TOOLS, SETUP_TOOLS
+from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, clip, ext_of, scan
+
+if TYPE_CHECKING:
+    from ._build import _Builder
+
+SHORT_ANSWER_WORDS = 40
+"""Answers up to this many words are also matched word by word (proper nouns, labels)."""
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_STOP = frozenset(
+    [
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "will",
+        "would",
+        "there",
+        "their",
+        "then",
+        "than",
+        "what",
+        "which",
+        "when",
+        "where",
+        "answer",
+        "final",
+        "therefore",
+        "because",
+        "based",
+        "into",
+        "about",
+        "after",
+        "before",
+        "these",
+        "those",
+        "they",
+        "them",
+        "also",
+        "just",
+        "only",
+        "some",
+        "such",
+        "total",
+        "value",
+        "values",
+        "result",
+        "results",
+        "number",
+        "numbers",
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "been",
+        "being",
+        "is",
+        "it",
+        "its",
+        "correct",
+        "approximately",
+        "around",
+        "roughly",
+        "likely",
+        "probably",
+        "seems",
+        "appears",
+    ]
+)
+_DOMAIN_WORDS: dict[str, str] = {
+    "audio": "audio",
+    "speech": "audio",
+    "asr": "audio",
+    "music": "audio",
+    "sound": "audio",
+    "podcast": "audio",
+    "video": "video",
+    "movie": "video",
+    "clip": "video",
+    "image": "image",
+    "photo": "image",
+    "ocr": "image",
+    "chart": "image",
+    "vision": "image",
+    "visual": "image",
+    "document": "document",
+    "pdf": "document",
+    "doc": "document",
+    "docs": "document",
+    "web": "web",
+    "search": "web",
+    "browse": "web",
+    "browsing": "web",
+}
+_MIXED_WORDS = frozenset(["mixed", "multimodal", "omni", "av", "audiovisual", "multi", "omnimodal"])
+# A branch continues into these modalities (frames extracted from a video are still the video branch).
+_CONTINUES = {("video", "image"), ("document", "image")}
+
+
+def required_modalities(domain: str | None, task: str | None) -> list[str]:
+    """Modalities a task calls for: named by its domain, or, for mixed domains, by its media files.
+
+    A video in a mixed task needs both its picture and its sound (video and audio).
+    """
+    words = set(re.split(r"[^a-z]+", (domain or "").lower())) - {""}
+    req = {m for w in words if (m := _DOMAIN_WORDS.get(w))}
+    if words & _MIXED_WORDS:
+        for p in scan(task or "")[0]:
+            e = ext_of(p)
+            if e in VIDEO_EXT:
+                req |= {"video", "audio"}
+            elif e in AUDIO_EXT:
+                req.add("audio")
+            elif e in IMAGE_EXT:
+                req.add("image")
+            elif e in DOC_EXT:
+                req.add("document")
+    return [m for m in MEDIA_MODALITIES if m in req]
+
+
+def _task_text(b: _Builder) -> str:
+    task = b.t.get("task") or ""
+    if not task:
+        task = next((s.get("text") or "" for s in b.steps if s.get("kind") == "user"), "")
+    return task
+
+
+def _is_evidence(b: _Builder, i: int) -> bool:
+    n = b.nodes[i]
+    return n["kind"] in ("action", "result", "compaction") or (
+        n["kind"] == "text" and n["agent_id"] != b.root
+    )
+
+
+def _answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any]:
+    s = b.by_idx[answer]
+    text = s.get("text") or s.get("arguments") or ""
+    if b.nodes[answer]["kind"] == "action":
+        text = "\n".join(x for x in (s.get("arguments"), s.get("output")) if x)
+    paths, urls, values = scan(text)
+    supported: list[str] = []
+    unsupported_values: list[str] = []
+    for v in values:
+        prods = [p for p in b.ix.values.get(v, ()) if p < answer and _is_evidence(b, p)]
+        if prods:
+            b.edge(prods[-1], answer, "answer", f"value:{v}", "answer-value")
+            supported.append(v)
+        else:
+            unsupported_values.append(v)
+    for p in paths:
+        w = b.find_writer(p, answer)
+        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1], []), p, answer)
+        if src is not None:
+            b.edge(src, answer, "answer", p, "answer-path")
+            supported.append(p)
+    for u in urls:
+        src = b.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
+        if src is not None and _is_evidence(b, src):
+            b.edge(src, answer, "answer", u, "answer-path")
+            supported.append(u)
+    words: list[str] = []
+    if len(text.split()) <= SHORT_ANSWER_WORDS:
+        task = _task_text(b).lower()
+        words = [
+            w
+            for w in dict.fromkeys(_WORD_RE.findall(text))
+            if w.lower() not in _STOP and w.lower() not in task
+        ]
+        if words:
+            outs = [
+                (i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "").lower())
+                for i in sorted(b.nodes)
+                if i < answer and _is_evidence(b, i)
+            ]
+            for w in words[:20]:
+                rx = re.compile(r"\b" + re.escape(w.lower()) + r"\b")
+                src = next((i for i, o in reversed(outs) if w.lower() in o and rx.search(o)), None)
+                if src is not None:
+                    b.edge(src, answer, "answer", w, "answer-term")
+                    supported.append(w)
+    if not required:
+        # Code tasks: the final version of every file written and not read again is the answer (the diff).
+        last_writer: dict[str, int] = {}
+        for i, io in b.io.items():
+            if i < answer and b.nodes[i]["status"] not in ("error", "timeout"):
+                for path, rule in io.produced:
+                    if rule in (
+                        "tool-write",
+                        "tool-edit",
+                        "apply-patch",
+                        "sed-in-place",
+                        "heredoc-write",
+                        "redirect",
+                        "code-write",
+                    ):
+                        last_writer[path] = i
+        for path, i in last_writer.items():
+            if "data" not in b.out_types[i] and "answer" not in b.out_types[i]:
+                b.edge(i, answer, "answer", path, "answer-final-write")
+    n_terms = len(values) + len(paths) + len(urls) + len(words)
+    short = len(text.split()) <= SHORT_ANSWER_WORDS
+    return {
+        "terms": n_terms,
+        "supported": supported,
+        "unsupported_values": unsupported_values if short else [],
+    }
+
+
+def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag:
+    nodes = b.nodes
+    required = required_modalities(b.t.get("domain"), _task_text(b))
+    support = (
+        _answer_edges(b, answer, required)
+        if answer is not None
+        else {"terms": 0, "supported": [], "unsupported_values": []}
+    )
+    order = sorted(nodes)
+    preds: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for src, dst, typ in b.edges:
+        preds[dst].append((src, typ))
+    # layers: longest path from the roots over every edge type (edges always point forward)
+    layer: dict[int, int] = {}
+    lp: dict[int, int] = {}
+    for v in order:
+        ps = preds.get(v, ())
+        layer[v] = max((layer[u] + 1 for u, _ in ps), default=0)
+        lp[v] = max((lp[u] + 1 for u, t in ps if t in ("data", "answer")), default=1)
+        nodes[v]["layer"] = layer[v]
+    per_layer: dict[int, int] = defaultdict(int)
+    for v in order:
+        per_layer[layer[v]] += 1
+    # answer path: everything whose output reaches the answer node
+    on: set[int] = set()
+    if answer is not None:
+        stack = [answer]
+        while stack:
+            v = stack.pop()
+            if v in on:
+                continue
+            on.add(v)
+            stack += [u for u, t in preds.get(v, ()) if t in ANSWER_PATH_EDGES and u not in on]
+            a = nodes[v]["agent_id"]
+            sp = b.parent.get(a) if a != b.root else None
+            if sp is not None and sp in nodes and sp < v and sp not in on:
+                stack.append(sp)
+    for v in on:
+        nodes[v]["on_answer_path"] = True
+    actions = [v for v in order if nodes[v]["kind"] == "action"]
+    dead = []
+    for v in actions:
+        n = nodes[v]
+        if n["tool"] in SETUP_TOOLS or n["tool"] in BOOKKEEPING_TOOLS or v == answer:
+            continue
+        if n["status"] in ("ok", "no-output") and not (b.out_types.get(v, set()) & USE_EDGES):
+            n["is_dead_end"] = True
+            dead.append(v)
+    branches, merges = _branches(b, order, preds, answer)
+    for v, art in b.produces.items():
+        nodes[v]["produces"] = list(art)
+    for v, art in b.consumes.items():
+        nodes[v]["consumes"] = list(art)
+    for a, r in retries.items():
+        nodes[r]["retry_of"] = a
+    recovered = {a for a in retries if _recovers(a, retries, nodes)}
+    errors = [v for v in order if nodes[v]["status"] in ("error", "timeout")]
+    unrecovered = [v for v in errors if nodes[v]["kind"] == "action" and v not in recovered]
+    answer_branches = list(dict.fromkeys(nodes[v]["branch"] for v in order if v in on and nodes[v]["branch"]))
+    ctx = {
+        "answer": answer,
+        "on": on,
+        "required": required,
+        "support": support,
+        "branches": branches,
+        "errors": errors,
+        "unrecovered": unrecovered,
+        "recovered": recovered,
+        "actions": actions,
+    }
+    candidates = rank_candidates(b, ctx)
+    edges = [
+        {"trajectory_id": b.tid, "src": s, "dst": d, "type": t, "artifact": art, "rule": rule}
+        for (s, d, t), (art, rule) in sorted(b.edges.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))
+    ]
+    for e in edges:
+        if not e["src"] < e["dst"]:
+            raise AssertionError(f"cycle risk: edge {e}")
+    metrics = {
+        "trajectory_id": b.tid,
+        "n_nodes": len(nodes),
+        "n_edges": len(edges),
+        "depth": (max(layer.values()) + 1) if layer else 0,
+        "width": max(per_layer.values(), default=0),
+        "longest_path": max(lp.values(), default=0),
+        "n_branches": len(branches),
+        "n_merges": len(merges),
+        "branches": list(branches),
+        "modalities": list(dict.fromkeys(nodes[v]["modality"] for v in actions)),
+        "answer_branches": answer_branches,
+        "merge_nodes": merges,
+        "n_retries": len(retries),
+        "n_recoveries": len(recovered & set(errors)),
+        "n_errors": len(errors),
+        "n_unrecovered_errors": len(unrecovered),
+        "n_dead_ends": len(dead),
+        "answer_path_share": (sum(1 for v in actions if v in on) / len(actions)) if actions else None,
+        "first_error_step": errors[0] if errors else None,
+        "decisive_candidates": orjson.dumps(candidates).decode(),
+        "anomalies": b.anomalies + _ingest_anomalies(b.t),
+        "answer_step": answer,
+        "required_modalities": required,
+        "built_at": datetime.now(timezone.utc),
+        "dag_version": DAG_VERSION,
+    }
+    return StepDag(b.tid, [nodes[v] for v in order], edges, metrics, candidates)
+
+
+def _recovers(a: int, retries: dict[int, int], nodes: dict[int, dict[str, Any]]) -> bool:
+    seen = set()
+    while a in retries and a not in seen:
+        seen.add(a)
+        a = retries[a]
+        if nodes[a]["status"] not in ("error", "timeout"):
+            return True
+    return False
+
+
+def _branches(
+    b: _Builder, order: list[int], preds: dict[int, list[tuple[int, str]]], answer: int | None
+) -> tuple[dict[str, str], list[int]]:
+    """Label modality branches along data edges; return ({branch: modality}, merge nodes)."""
+    nodes = b.nodes
+    branches: dict[str, str] = {}
+    counts: dict[str, int] = defaultdict(int)
+    merges: list[int] = []
+    by_key: dict[tuple[str, str | None], str] = {}
+    for v in order:
+        n = nodes[v]
+        incoming = list(
+            dict.fromkeys(
+                nodes[u]["branch"]
+                for u, t in preds.get(v, ())
+                if t in ("data", "answer") and nodes[u]["branch"]
+            )
+        )
+        media = n["kind"] == "action" and n["modality"] in MEDIA_MODALITIES and n["tool"] not in SETUP_TOOLS
+        if len(incoming) >= 2 and (n["kind"] == "action" or v == answer):
+            merges.append(v)
+            continue
+        if media:
+            same = [
+                br
+                for br in incoming
+                if branches[br] == n["modality"] or (branches[br], n["modality"]) in _CONTINUES
+            ]
+            if same:
+                n["branch"] = same[0]
+            else:
+                primary = b.io[v].primary
+                key = (n["modality"], primary.rstrip("/").rsplit("/", 1)[-1] if primary else None)
+                br = by_key.get(key)
+                if br is None:
+                    counts[n["modality"]] += 1
+                    br = by_key[key] = f"{n['modality']}#{counts[n['modality']]}"
+                    branches[br] = n["modality"]
+                n["branch"] = br
+        elif n["kind"] == "action" and len(incoming) == 1:
+            n["branch"] = incoming[0]
+    return branches, merges
+
+
+_GRAPH_ANOMALY_PREFIXES = ("call without result", "result without call", "duplicate call id")
+
+
+def _ingest_anomalies(t: dict[str, Any]) -> list[str]:
+    """Ingest-time anomalies of the trajectory the DAG rules do not detect themselves."""
+    out = []
+    for a in t.get("anomalies") or []:
+        if isinstance(a, str) and not a.startswith(_GRAPH_ANOMALY_PREFIXES):
+            out.append(f"ingest: {a}")
+    return out[:20]

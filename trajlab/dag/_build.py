@@ -1,0 +1,771 @@
+"""Build one trajectory's step DAG from its step rows: nodes, typed edges and anomalies.
+
+`build_dag(trajectory, steps)` is pure and runs in two passes over the steps in step order:
+
+1. nodes, statuses and what every tool call reads and writes (`_stepio`), plus the *demand*: the
+   values, paths and URLs some step later types in or reads;
+2. edges: a consumer is linked to the latest earlier producer of each artifact it uses. Outputs are
+   searched only for demanded tokens (substring search), which keeps the cost per step small.
+
+Every edge points from an earlier step to a later one, so the graph is acyclic by construction (and
+checked). Metrics and candidates come from `_analyze`. docs/dag.md documents each rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ._analyze import analyze
+from ._model import NODE_KINDS, StepDag
+from ._stepio import StepIO, step_io
+from ._tokens import (
+    DOC_EXT,
+    basename,
+    clip,
+    code_io,
+    dirname,
+    ext_of,
+    has_glob,
+    has_path,
+    has_value,
+    norm_path,
+    pattern_matches,
+    same_file,
+    scan,
+    values_of,
+)
+
+PARALLEL_GAP_S = 1.0
+"""Calls of one agent this close together (and with nothing between them) were issued in one response."""
+UBIQUITY = 8
+"""A value printed by more steps than this is too common to count as a data dependency."""
+VALUE_TEXT_MAX = 2_000
+"""Characters of a command or argument text searched for typed-in values."""
+NO_RESULT_TOOLS = frozenset(["web_search"])
+"""Tools whose results runners do not log: a missing result is not an anomaly."""
+BENIGN_EXIT_1 = frozenset(["grep", "diff", "cmp", "test", "["])
+"""Programs whose exit code 1 means "no match" / "differs", not failure."""
+DOC_PROGRAMS = frozenset(
+    [
+        "pdftotext",
+        "pdftoppm",
+        "pdfinfo",
+        "pdfimages",
+        "pandoc",
+        "libreoffice",
+        "soffice",
+        "docx2txt",
+        "mutool",
+        "qpdf",
+    ]
+)
+_CTRL = {c: " " for c in [*range(0, 32), 127]}
+_MAX_ARTIFACTS = 50
+
+
+def clean_label(text: str | None, width: int = 80) -> str | None:
+    """First non-empty line of a text, control characters removed, cut to `width`."""
+    if not text:
+        return None
+    head = text[:2000]
+    line = next((ln for ln in head.splitlines() if ln.strip()), "").strip().translate(_CTRL)
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _ts(v: Any) -> float | None:
+    if isinstance(v, datetime):
+        return v.timestamp()
+    if isinstance(v, (int, float)):
+        return float(v)
+    return None
+
+
+def node_status(step: dict[str, Any]) -> str:
+    """ok, error, timeout or no-output (see docs/dag.md, "Node status")."""
+    kind = step.get("kind")
+    out = step.get("output")
+    err = bool(step.get("is_error"))
+    code = step.get("exit_code")
+    if kind in ("tool_call", "tool_result"):
+        if step.get("timed_out") or code == 124 or (err and "timed out" in (out or "")[:300].lower()):
+            return "timeout"
+        progs = step.get("programs") or ()
+        if (
+            code == 1
+            and ((step.get("tool") or "") in BENIGN_EXIT_1 or (progs and progs[-1] in BENIGN_EXIT_1))
+            and not step.get("stderr")
+        ):
+            return "ok" if out and out.strip() else "no-output"
+        if err or (code is not None and code != 0):
+            return "error"
+        if out is None or not out.strip():
+            return "ok" if code == 0 else "no-output"
+        return "ok"
+    if err:
+        return "error"
+    if kind == "compaction" and not (step.get("text") or "").strip():
+        return "no-output"
+    return "ok"
+
+
+class _Index:
+    """Latest-producer lookups. Lists grow in step order, so the last fitting entry is the latest."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+        self.patterns: list[tuple[str, int, str]] = []
+        self.dirs: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+        self.revealed: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.urls: dict[str, list[int]] = defaultdict(list)
+        self.values: dict[str, list[int]] = defaultdict(list)
+        self.reads: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.code: dict[str, str] = {}
+
+
+class _Builder:
+    def __init__(self, trajectory: dict[str, Any], steps: list[dict[str, Any]]):
+        self.t = trajectory
+        self.tid = trajectory.get("trajectory_id") or (steps[0].get("trajectory_id") if steps else "") or ""
+        self.anomalies: list[str] = []
+        self.steps = self._prepare(steps)
+        self.by_idx = {s["step_index"]: s for s in self.steps}
+        self.nodes: dict[int, dict[str, Any]] = {}
+        self.edges: dict[tuple[int, int, str], tuple[str | None, str]] = {}
+        self.out_types: dict[int, set[str]] = defaultdict(set)
+        self.ix = _Index()
+        self.batch: dict[int, int] = {}
+        self.io: dict[int, StepIO] = {}
+        self.produces: dict[int, dict[str, None]] = defaultdict(dict)
+        self.consumes: dict[int, dict[str, None]] = defaultdict(dict)
+        self.deferred: dict[int, str] = {}  # sub-agent's last step -> the spawning call's output
+        self.deferred_spawns: set[int] = set()  # spawning calls whose output is revealed by the sub-agent
+        self.polled: dict[int, int] = {}  # running command -> its latest poll
+
+    # -- input checks -------------------------------------------------------------------------------
+
+    def _prepare(self, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        idx = [s.get("step_index") for s in steps]
+        good = [s for s in steps if isinstance(s.get("step_index"), int)]
+        if len(good) < len(steps):
+            self.anomalies.append(f"{len(steps) - len(good)} steps without a step_index dropped")
+        if any(a > b for a, b in itertools.pairwise(idx) if isinstance(a, int) and isinstance(b, int)):
+            self.anomalies.append("steps out of order in the input: sorted by step_index")
+            good.sort(key=lambda s: s["step_index"])
+        out: list[dict[str, Any]] = []
+        dups: list[int] = []
+        for s in good:
+            if out and out[-1]["step_index"] == s["step_index"]:
+                dups.append(s["step_index"])
+                continue
+            out.append(s)
+        if dups:
+            self.anomalies.append(
+                f"duplicate step_index {', '.join(map(str, dups[:5]))}: later copies dropped"
+            )
+        if out:
+            missing = out[-1]["step_index"] + 1 - len(out)
+            if missing:
+                self.anomalies.append(f"step_index gaps: {missing} indexes missing")
+        back = [s["step_index"] for p, s in itertools.pairwise(out) if _backwards(p, s)]
+        if back:
+            self.anomalies.append(f"timestamps go backwards at {len(back)} steps (first at step {back[0]})")
+        return out
+
+    # -- edges --------------------------------------------------------------------------------------
+
+    def edge(self, src: int, dst: int, typ: str, artifact: str | None, rule: str) -> None:
+        if src == dst or src not in self.nodes or dst not in self.nodes:
+            return
+        if src > dst:
+            raise AssertionError(f"edge {src}->{dst} ({typ}/{rule}) points backwards")
+        key = (src, dst, typ)
+        if key not in self.edges:
+            self.edges[key] = (artifact, rule)
+            self.out_types[src].add(typ)
+            if artifact and typ in ("data", "answer", "summary"):
+                if len(self.produces[src]) < _MAX_ARTIFACTS:
+                    self.produces[src][artifact] = None
+                if len(self.consumes[dst]) < _MAX_ARTIFACTS:
+                    self.consumes[dst][artifact] = None
+
+    def ok_src(self, src: int, dst: int) -> bool:
+        """An earlier step whose output `dst` could have seen (not a call issued in the same response)."""
+        if src >= dst:
+            return False
+        b = self.batch.get(dst)
+        return b is None or self.batch.get(src) != b
+
+    # -- lookups ------------------------------------------------------------------------------------
+
+    def find_writer(self, path: str, node: int) -> tuple[int, str, str] | None:
+        ix = self.ix
+        best: tuple[int, str, str] | None = None
+        if has_glob(path):
+            for entries in ix.files.values():
+                for p, src, rule in reversed(entries):
+                    if self.ok_src(src, node) and pattern_matches(path, p):
+                        if best is None or src > best[0]:
+                            best = (src, rule, p)
+                        break
+        else:
+            for p, src, rule in reversed(ix.files.get(basename(path), ())):
+                if self.ok_src(src, node) and same_file(p, path):
+                    best = (src, rule, p)
+                    break
+        for pat, src, rule in reversed(ix.patterns):
+            if best is not None and src <= best[0]:
+                break
+            if self.ok_src(src, node) and (
+                pattern_matches(pat, path) or (has_glob(path) and pattern_matches(path, pat))
+            ):
+                best = (src, rule, pat)
+                break
+        return best
+
+    def find_latest(self, entries: list[Any], path: str, node: int) -> int | None:
+        for e in reversed(entries):
+            if self.ok_src(e[1], node) and same_file(e[0], path):
+                return e[1]
+        return None
+
+    def latest(self, producers: list[int], node: int) -> int | None:
+        for src in reversed(producers):
+            if self.ok_src(src, node):
+                return src
+        return None
+
+    # -- pass 1: nodes, reads/writes, demand -------------------------------------------------------
+
+    def run(self) -> StepDag:
+        self._structure()
+        cwd: dict[str, str | None] = {}
+        code: dict[str, str] = {}
+        for s in self.steps:
+            self._node(s, cwd, code)
+        answer = self._answer_node()
+        self._demand(answer)
+        for s in self.steps:
+            self._link(s)
+        self._poll_chains()
+        self._sequence()
+        self._agents_edges()
+        self._compactions()
+        retries = self._retries()
+        return analyze(self, answer, retries)
+
+    def _structure(self) -> None:
+        """Agents, their spawning steps and parallel batches (before any edge is drawn)."""
+        self.agent_steps: dict[str, list[int]] = defaultdict(list)
+        self.depth: dict[str, int] = {}
+        self.parent: dict[str, int | None] = {}
+        usage: dict[str, bool] = defaultdict(bool)
+        calls: dict[str, list[int]] = defaultdict(list)
+        for s in self.steps:
+            a = s.get("agent_id") or "main"
+            i = s["step_index"]
+            self.agent_steps[a].append(i)
+            if a not in self.depth:
+                self.depth[a] = int(s.get("depth") or 0)
+                self.parent[a] = s.get("parent_step_index")
+            if s.get("input_tokens") is not None:
+                usage[a] = True
+            if s.get("kind") == "tool_call" and s.get("call_id"):
+                calls[s["call_id"]].append(i)
+        self.root = (
+            min(self.agent_steps, key=lambda a: (self.depth[a], self.agent_steps[a][0]))
+            if self.agent_steps
+            else "main"
+        )
+        for cid, idxs in calls.items():
+            if len(idxs) > 1:
+                self.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
+        self.call_node = {cid: idxs[0] for cid, idxs in calls.items()}
+        self.children: dict[int, list[str]] = defaultdict(list)
+        for a, p in self.parent.items():
+            if p is not None and a != self.root:
+                self.children[p].append(a)
+        for a, idxs in self.agent_steps.items():
+            prev: dict[str, Any] | None = None
+            for i in idxs:
+                s = self.by_idx[i]
+                if prev is not None and s.get("kind") == "tool_call" and _same_response(prev, s, usage[a]):
+                    b = self.batch.get(prev["step_index"], prev["step_index"])
+                    self.batch[prev["step_index"]] = b
+                    self.batch[i] = b
+                prev = s
+
+    def _node(self, s: dict[str, Any], cwd: dict[str, str | None], code: dict[str, str]) -> None:
+        i = s["step_index"]
+        kind = s.get("kind") or "system"
+        nk = NODE_KINDS.get(kind, "input")
+        agent = s.get("agent_id") or "main"
+        tool = s.get("tool") or (s.get("tool_name") or "").lower() or None
+        node = {
+            "trajectory_id": self.tid,
+            "node_id": i,
+            "step_index": i,
+            "agent_id": agent,
+            "kind": nk,
+            "label": None,
+            "tool": tool if nk in ("action", "result") else None,
+            "modality": "text",
+            "status": node_status(s),
+            "layer": 0,
+            "branch": None,
+            "on_answer_path": False,
+            "is_dead_end": False,
+            "retry_of": None,
+            "produces": [],
+            "consumes": [],
+            "depth": int(s.get("depth") or 0),
+            "parallel_batch": self.batch.get(i),
+        }
+        self.nodes[i] = node
+        if nk == "action":
+            io = step_io(s, cwd.get(agent))
+            cwd[agent] = io.cwd
+            for script in io.scripts:
+                body = (
+                    io.written_code.get(script)
+                    or code.get(script)
+                    or next((c for p, c in code.items() if same_file(p, script)), None)
+                )
+                if body:
+                    written, read, urls = code_io(body)
+                    io.produced += [(norm_path(w, io.cwd), "code-write") for w in written]
+                    io.consumed += [norm_path(r, io.cwd) for r in read]
+                    io.urls += urls
+            code.update(io.written_code)
+            self.io[i] = io
+            node["label"] = clean_label(s.get("command")) or clean_label(
+                f"{s.get('tool_name') or tool or 'call'} {io.primary or ''}".strip()
+            )
+            node["modality"] = _modality(s, io, tool)
+            if (
+                s.get("output") is None
+                and s.get("exit_code") is None
+                and not s.get("is_error")
+                and not s.get("timed_out")
+                and s.get("duration_s") is None
+                and tool not in NO_RESULT_TOOLS
+            ):
+                self.anomalies.append(f"call without result at step {i} (call id {s.get('call_id')})")
+            if tool == "subagent":
+                kids = [a for a in self.children.get(i, ()) if self.agent_steps[a][0] > i]
+                if kids:
+                    self.deferred[max(self.agent_steps[a][-1] for a in kids)] = s.get("output") or ""
+                    self.deferred_spawns.add(i)
+                else:
+                    self.anomalies.append(f"sub-agent of step {i} has no steps (transcript missing)")
+        elif nk == "result":
+            node["label"] = clean_label(s.get("output")) or "(orphan result)"
+            node["modality"] = s.get("modality") or "compute"
+        else:
+            node["label"] = clean_label(s.get("text")) or f"({kind})"
+            if nk == "compaction" and not (s.get("text") or "").strip():
+                self.anomalies.append(f"compaction at step {i} has no summary text")
+
+    def _demand(self, answer: int | None) -> None:
+        """What later steps use: only these tokens are searched for in earlier outputs."""
+        values: dict[str, int] = {}
+        paths: dict[str, int] = {}
+        urls: dict[str, int] = {}
+        self.compaction_io: dict[int, StepIO] = {}
+
+        def want(d: dict[str, int], key: str, i: int) -> None:
+            if d.get(key, -1) < i:
+                d[key] = i
+
+        for i, io in self.io.items():
+            if io.value_text:
+                for v in values_of(io.value_text[:VALUE_TEXT_MAX]):
+                    want(values, v, i)
+            for p in (*io.consumed, *io.edits, *io.scripts):
+                if not has_glob(p):
+                    want(paths, p, i)
+            for u in io.urls:
+                want(urls, u.rstrip("/"), i)
+        texts = [
+            (i, self.by_idx[i].get("text") or "") for i, n in self.nodes.items() if n["kind"] == "compaction"
+        ]
+        for a, idxs in self.agent_steps.items():
+            last = idxs[-1]
+            if a != self.root and self.nodes[last]["kind"] == "text":
+                texts.append((last, self.by_idx[last].get("text") or ""))
+        if answer is not None:
+            s = self.by_idx[answer]
+            texts.append(
+                (
+                    answer,
+                    "\n".join(
+                        x
+                        for x in (
+                            s.get("text"),
+                            s.get("arguments") if self.nodes[answer]["kind"] == "action" else None,
+                        )
+                        if x
+                    ),
+                )
+            )
+        for i, text in texts:
+            ps, us, vs = scan(text[: VALUE_TEXT_MAX * 4])
+            for v in vs:
+                want(values, v, i)
+            for p in ps:
+                want(paths, p, i)
+            for u in us:
+                want(urls, u.rstrip("/"), i)
+            if self.nodes[i]["kind"] == "compaction":
+                self.compaction_io[i] = StepIO(consumed=[p for p in ps if "/" in p], urls=us, value_text=text)
+        self.dv = sorted(((last, v) for v, last in values.items()), reverse=True)
+        self.dp = sorted(((last, p, _probes(p)) for p, last in paths.items()), reverse=True)
+        self.du = sorted(((last, u) for u, last in urls.items()), reverse=True)
+
+    # -- pass 2: data edges --------------------------------------------------------------------------
+
+    def _link(self, s: dict[str, Any]) -> None:
+        i = s["step_index"]
+        nk = self.nodes[i]["kind"]
+        if nk == "action":
+            io = self.io[i]
+            meta = s.get("metadata") or ""
+            if self.nodes[i]["tool"] in ("poll", "write_stdin") and '"polls"' in meta:
+                try:
+                    m = orjson.loads(meta)
+                    src = self.call_node.get(m.get("polls"))
+                except (orjson.JSONDecodeError, AttributeError, TypeError):
+                    m, src = {}, None
+                if src is not None and src < i:
+                    self.edge(src, i, "data", f"session:{m.get('session_id')}", "poll")
+                    self.polled[src] = i
+            self.consume(i, io)
+            self.produce(i, io)
+            if i not in self.deferred_spawns:
+                self.reveal(i, s.get("output"), io.lists_dir)
+        elif nk == "result":
+            cid = s.get("call_id")
+            src = self.call_node.get(cid) if cid else None
+            if src is not None and src < i:
+                self.anomalies.append(f"second result for call {cid} at step {i}")
+                self.edge(src, i, "data", f"call:{cid}", "late-result")
+            else:
+                self.anomalies.append(f"result without call at step {i} (call id {cid})")
+            self.reveal(i, s.get("output"))
+        elif nk == "compaction":
+            cio = self.compaction_io.get(i)
+            if cio is not None:
+                self.consume(i, cio, typ="summary", value_rule="summarized-value")
+            self.reveal(i, s.get("text"))
+        elif nk == "input":
+            self.reveal(i, s.get("text"))
+        if i in self.deferred:
+            self.reveal(i, self.deferred[i])
+
+    def consume(self, node: int, io: StepIO, typ: str = "data", value_rule: str = "value") -> None:
+        ix = self.ix
+        scripts = set(io.scripts)
+        for path in dict.fromkeys([*io.consumed, *io.edits, *io.scripts]):
+            w = self.find_writer(path, node)
+            if w is not None:
+                self.edge(w[0], node, typ, path, "script-run" if path in scripts else w[1])
+                continue
+            r = self.find_latest(ix.revealed.get(basename(path), []), path, node)
+            if r is not None:
+                self.edge(r, node, typ, path, "revealed-path")
+        for path in io.edits:
+            r = self.find_latest(ix.reads.get(basename(path), []), path, node)
+            if r is not None:
+                self.edge(r, node, typ, path, "read-before-edit")
+        for w in io.words:
+            src = self.find_latest(ix.dirs.get(basename(w), []), w, node)
+            if src is not None:
+                self.edge(src, node, typ, w, "dir-contents")
+        for u in io.urls:
+            src = self.latest(ix.urls.get(u.rstrip("/"), []), node)
+            if src is not None:
+                self.edge(src, node, typ, u, "revealed-url")
+        if io.value_text:
+            for v in values_of(io.value_text[:VALUE_TEXT_MAX]):
+                prods = ix.values.get(v)
+                if prods and len(prods) <= UBIQUITY:
+                    src = self.latest(prods, node)
+                    if src is not None:
+                        self.edge(src, node, typ, f"value:{v}", value_rule)
+
+    def produce(self, node: int, io: StepIO) -> None:
+        ix = self.ix
+        for path, rule in io.produced:
+            if has_glob(path) or (
+                "%" in path and any(c.isdigit() or c == "d" for c in path.split("%", 1)[1][:3])
+            ):
+                ix.patterns.append((path, node, rule))
+            else:
+                ix.files[basename(path)].append((path, node, rule))
+            d = dirname(path)
+            if d:
+                ix.dirs[basename(d)].append((d, node, rule))
+            if len(self.produces[node]) < _MAX_ARTIFACTS:
+                self.produces[node][path] = None
+        for d, rule in io.produced_dirs:
+            ix.dirs[basename(d)].append((d.rstrip("/"), node, rule))
+        for path in io.consumed:
+            if not has_glob(path):
+                ix.reads[basename(path)].append((path, node))
+            if len(self.consumes[node]) < _MAX_ARTIFACTS:
+                self.consumes[node][path] = None
+        for u in io.urls:
+            if len(self.consumes[node]) < _MAX_ARTIFACTS:
+                self.consumes[node][u] = None
+
+    def reveal(self, node: int, text: str | None, lists_dir: str | None = None) -> None:
+        """Record which demanded values, paths and URLs this step's output shows."""
+        if not text:
+            return
+        t = clip(text)
+        ix = self.ix
+        for last, v in self.dv:
+            if last <= node:
+                break
+            if v in t and has_value(t, v):
+                lst = ix.values[v]
+                if not lst or lst[-1] != node:
+                    lst.append(node)
+        for last, p, probes in self.dp:
+            if last <= node:
+                break
+            hit = any(pr in t and has_path(t, pr) for pr in probes)
+            if not hit and lists_dir:
+                b = basename(p)
+                hit = b in t and has_path(t, b) and same_file(f"{lists_dir.rstrip('/')}/{b}", p)
+            if hit:
+                ix.revealed[basename(p)].append((p, node))
+        for last, u in self.du:
+            if last <= node:
+                break
+            if u in t:
+                ix.urls[u].append(node)
+
+    def _poll_chains(self) -> None:
+        """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
+        for origin in self.polled:
+            chain = [origin]
+            while chain[-1] in self.polled and len(chain) < 10_000:
+                chain.append(self.polled[chain[-1]])
+            for i in chain[:-1]:
+                if self.nodes[i]["status"] == "error" and self.nodes[chain[-1]]["status"] in (
+                    "error",
+                    "timeout",
+                ):
+                    self.nodes[i]["status"] = "ok"
+
+    # -- structural edges --------------------------------------------------------------------------
+
+    def _sequence(self) -> None:
+        for idxs in self.agent_steps.values():
+            units: list[list[int]] = []
+            for i in idxs:
+                b = self.batch.get(i)
+                if b is not None and units and self.batch.get(units[-1][0]) == b:
+                    units[-1].append(i)
+                else:
+                    units.append([i])
+            for u, v in itertools.pairwise(units):
+                rule = (
+                    "next"
+                    if len(u) == 1 and len(v) == 1
+                    else "fan-out"
+                    if len(u) == 1
+                    else "fan-in"
+                    if len(v) == 1
+                    else "batch"
+                )
+                for a in u:
+                    for b in v:
+                        self.edge(a, b, "sequence", None, rule)
+
+    def _agents_edges(self) -> None:
+        for a, idxs in self.agent_steps.items():
+            if a == self.root:
+                continue
+            first, last = idxs[0], idxs[-1]
+            parent = self.parent.get(a)
+            if parent is not None and parent in self.nodes and parent < first:
+                self.edge(parent, first, "spawn", f"agent:{a}", "subagent")
+                pagent = self.nodes[parent]["agent_id"]
+            elif (
+                parent is not None
+                and parent in self.nodes
+                and parent > last
+                and self.nodes[parent]["kind"] == "compaction"
+            ):
+                pagent = self.nodes[parent]["agent_id"]
+                before = [j for j in self.agent_steps[pagent] if j < first]
+                if before:
+                    self.edge(before[-1], first, "spawn", f"agent:{a}", "compaction-agent")
+                self.edge(last, parent, "summary", f"agent:{a}", "compaction-agent")
+                continue
+            else:
+                if parent is not None:
+                    self.anomalies.append(f"sub-agent {a}: spawning step {parent} not found")
+                else:
+                    self.anomalies.append(f"sub-agent {a} has no spawning step")
+                cand = [
+                    j
+                    for j in range(first - 1, -1, -1)
+                    if j in self.nodes and self.nodes[j]["depth"] < self.depth[a]
+                ]
+                spawn = next(
+                    (j for j in cand if self.nodes[j]["tool"] == "subagent"), cand[0] if cand else None
+                )
+                if spawn is None:
+                    continue
+                self.parent[a] = spawn
+                self.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
+                pagent = self.nodes[spawn]["agent_id"]
+            after = next((j for j in self.agent_steps.get(pagent, []) if j > last), None)
+            if after is not None:
+                self.edge(last, after, "return", f"agent:{a}", "subagent-result")
+            s = self.by_idx[last]
+            if self.nodes[last]["kind"] == "text" and s.get("text"):
+                self.consume(last, StepIO(value_text=s["text"]), value_rule="agent-result-value")
+
+    def _compactions(self) -> None:
+        for i, n in self.nodes.items():
+            if n["kind"] != "compaction":
+                continue
+            tc = _ts(self.by_idx[i].get("timestamp"))
+            agent = n["agent_id"]
+            later = [j for j in self.agent_steps[agent] if j > i]
+            if tc is not None:
+                early = [
+                    j
+                    for j in later
+                    if (t := _ts(self.by_idx[j].get("timestamp"))) is not None and t < tc - 1.0
+                ]
+                if early:
+                    self.anomalies.append(
+                        f"compaction at step {i} rewrites history: {len(early)} later steps are dated before it"
+                    )
+            before = {
+                (self.by_idx[j].get("text") or "").strip()
+                for j in self.agent_steps[agent]
+                if j < i and self.nodes[j]["kind"] == "input"
+            }
+            replayed = [
+                j
+                for j in later
+                if self.nodes[j]["kind"] == "input"
+                and len(t := (self.by_idx[j].get("text") or "").strip()) > 20
+                and t in before
+            ]
+            if replayed:
+                self.anomalies.append(
+                    f"compaction at step {i} replays {len(replayed)} earlier messages (first at step {replayed[0]})"
+                )
+
+    def _retries(self) -> dict[int, int]:
+        """Failed action -> the later action that retried it (same tool and command, or same input)."""
+        from difflib import SequenceMatcher
+
+        out: dict[int, int] = {}
+        for idxs in self.agent_steps.values():
+            actions = [i for i in idxs if self.nodes[i]["kind"] == "action"]
+            for k, a in enumerate(actions):
+                na = self.nodes[a]
+                if na["status"] not in ("error", "timeout"):
+                    continue
+                sa = self.by_idx[a]
+                ka = na["tool"]
+                ca = (sa.get("command") or sa.get("arguments") or "")[:300]
+                pa = self.io[a].primary
+                for b in actions[k + 1 : k + 11]:
+                    nb = self.nodes[b]
+                    if nb["tool"] in ("poll", "write_stdin") or not self.ok_src(a, b):
+                        continue
+                    pb = self.io[b].primary
+                    same_input = pa is not None and pb is not None and same_file(pa, pb)
+                    rule = None
+                    if nb["tool"] == ka and ka is not None:
+                        cb = (self.by_idx[b].get("command") or self.by_idx[b].get("arguments") or "")[:300]
+                        if same_input or ca == cb or SequenceMatcher(None, ca, cb).ratio() >= 0.5:
+                            rule = "retry-same-tool"
+                    elif same_input and nb["modality"] == na["modality"]:
+                        rule = "retry-same-input"
+                    if rule:
+                        self.edge(a, b, "retry", pa, rule)
+                        out[a] = b
+                        break
+        return out
+
+    def _answer_node(self) -> int | None:
+        """The final answer: the root agent's last message (or the final answer's message), or a later submit."""
+        root = self.agent_steps.get(self.root, [])
+        final = (self.t.get("final_answer") or "").strip()
+        texts = [
+            i for i in root if self.nodes[i]["kind"] == "text" and (self.by_idx[i].get("text") or "").strip()
+        ]
+        submits = [i for i in root if self.nodes[i]["kind"] == "action" and self.nodes[i]["tool"] == "submit"]
+        answer = None
+        if final:
+            head = final[:200]
+            answer = next((i for i in reversed(texts) if head in (self.by_idx[i].get("text") or "")), None)
+        if answer is None and texts:
+            answer = texts[-1]
+        if submits and (answer is None or submits[-1] > answer):
+            return submits[-1]
+        actions = [i for i in root if self.nodes[i]["kind"] == "action"]
+        if answer is not None and actions and actions[-1] > answer:
+            return None  # the run went on acting after its last message: it never answered
+        return answer
+
+
+def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool:
+    """Was call `s` issued in the same model response as the call `prev` right before it?"""
+    if prev.get("kind") != "tool_call":
+        return False
+    if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF)
+        return s.get("input_tokens") is None
+    a, b = _ts(prev.get("timestamp")), _ts(s.get("timestamp"))
+    return a is not None and b is not None and 0 <= b - a < PARALLEL_GAP_S
+
+
+def _probes(path: str) -> tuple[str, ...]:
+    """Strings whose presence in an output means the output named `path` (the path, or its last two parts)."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) >= 3 or (len(parts) == 2 and path.startswith("/")):
+        tail = "/".join(parts[-2:])
+        return (path, tail) if tail != path else (path,)
+    return (path,)
+
+
+def _modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
+    m = s.get("modality") or "compute"
+    if m in ("file", "compute"):
+        if tool in DOC_PROGRAMS or any(p in DOC_PROGRAMS for p in s.get("programs") or ()):
+            return "document"
+        for p in [*io.consumed, *(x for x, _ in io.produced)]:
+            if ext_of(p) in DOC_EXT:
+                return "document"
+    return m
+
+
+def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
+    if (p.get("agent_id") or "main") != (s.get("agent_id") or "main"):
+        return False
+    a, b = _ts(p.get("timestamp")), _ts(s.get("timestamp"))
+    return a is not None and b is not None and b < a - 1.0
+
+
+def build_dag(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> StepDag:
+    """The step DAG of one trajectory, from its `trajectories` row and `steps` rows (any order).
+
+    Never raises on bad input: steps out of order, duplicate call ids, orphan results, calls without
+    results, missing sub-agent transcripts and rewritten histories are recorded in
+    `metrics["anomalies"]` and the graph is still built.
+    """
+    return _Builder(trajectory, steps).run()

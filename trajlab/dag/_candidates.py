@@ -1,0 +1,223 @@
+"""Ranked candidates for the decisive step: where a run most likely went wrong, with the signal why.
+
+Each candidate is `{"step_index": int | None, "reason": str, "signal": str, "score": float}`; a null
+step means something that never happened (a missing modality branch). Scores are fixed per signal
+(see `SIGNALS` and docs/dag.md) so the judges can compare them across runs; a step that triggers
+several signals keeps its best one and names the others in its reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._stepio import SETUP_TOOLS
+
+if TYPE_CHECKING:
+    from ._build import _Builder
+
+SIGNALS: dict[str, float] = {
+    "unrecovered_error_on_answer_path": 0.95,
+    "answer_unsupported": 0.90,
+    "missing_modality_branch": 0.88,
+    "unrecovered_error": 0.85,
+    "last_unrecovered_error": 0.83,
+    "answer_value_unsupported": 0.80,
+    "modality_branch_unused": 0.75,
+    "external_knowledge_on_answer_path": 0.72,
+    "answer_source": 0.70,
+    "no_final_answer": 0.70,
+    "single_frame_sampling": 0.68,
+    "perception_step": 0.62,
+    "later_unrecovered_error": 0.60,
+    "first_error": 0.45,
+    "cascade_error": 0.40,
+}
+"""Signal -> base score. Later entries of the same signal lose 0.02 each (most recent first)."""
+MAX_CANDIDATES = 10
+_CASCADE = ("sibling tool call errored", "cancelled because", "canceled because", "aborted because another")
+_WEB_TOOLS = frozenset(["web_search", "web_fetch", "browser", "curl", "wget", "http", "lynx", "w3m"])
+_SINGLE_FRAME = ("-frames:v 1 ", "-vframes 1 ", "-frames 1 ")
+
+
+class _Ranker:
+    def __init__(self) -> None:
+        self.by_step: dict[int | None, dict[str, Any]] = {}
+        self.nulls: list[dict[str, Any]] = []
+
+    def add(self, step: int | None, signal: str, reason: str, rank: int = 0) -> None:
+        score = round(max(SIGNALS[signal] - 0.02 * rank, 0.05), 3)
+        cand = {"step_index": step, "reason": reason, "signal": signal, "score": score}
+        if step is None:
+            self.nulls.append(cand)
+            return
+        old = self.by_step.get(step)
+        if old is None:
+            self.by_step[step] = cand
+        elif score > old["score"]:
+            cand["reason"] += f"; also {old['signal']}"
+            self.by_step[step] = cand
+        elif signal != old["signal"] and f"also {signal}" not in old["reason"]:
+            old["reason"] += f"; also {signal}"
+
+    def ranked(self) -> list[dict[str, Any]]:
+        allc = [*self.by_step.values(), *self.nulls]
+        allc.sort(key=lambda c: (-c["score"], c["step_index"] is None, c["step_index"] or 0))
+        return allc[:MAX_CANDIDATES]
+
+
+def _what(b: _Builder, i: int) -> str:
+    n = b.nodes[i]
+    return f"step {i} ({n['tool'] or n['kind']}: {n['label'] or ''})"
+
+
+def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = b.nodes
+    answer: int | None = ctx["answer"]
+    on: set[int] = ctx["on"]
+    required: list[str] = ctx["required"]
+    support: dict[str, Any] = ctx["support"]
+    actions: list[int] = ctx["actions"]
+    r = _Ranker()
+    # 1. errors that were never recovered (no successful retry), on the answer path first
+    plain = []
+    for v in ctx["unrecovered"]:
+        out = (b.by_idx[v].get("output") or "")[:300].lower()
+        what = "timed out" if nodes[v]["status"] == "timeout" else "failed"
+        if any(c in out for c in _CASCADE):
+            r.add(v, "cascade_error", f"{_what(b, v)} {what} because a sibling call failed")
+        elif v in on:
+            r.add(
+                v,
+                "unrecovered_error_on_answer_path",
+                f"{_what(b, v)} {what}, was never retried successfully, and its output still reached the answer",
+            )
+        else:
+            plain.append(v)
+    for k, v in enumerate(plain):
+        what = "timed out" if nodes[v]["status"] == "timeout" else "failed"
+        if k == 0:
+            r.add(
+                v,
+                "unrecovered_error",
+                f"first unrecovered error: {_what(b, v)} {what} and no retry succeeded",
+            )
+        elif k == len(plain) - 1:
+            r.add(
+                v, "last_unrecovered_error", f"last unrecovered error before the answer: {_what(b, v)} {what}"
+            )
+        else:
+            r.add(v, "later_unrecovered_error", f"{_what(b, v)} {what} and no retry succeeded", rank=k - 1)
+    # 2. the answer itself
+    if answer is None:
+        if actions:
+            r.add(None, "no_final_answer", "the run ended without a final answer")
+    elif support["terms"] and not support["supported"]:
+        r.add(
+            answer,
+            "answer_unsupported",
+            f"the final answer (step {answer}) states values no tool output contains: no evidence step supports it",
+        )
+    elif support["unsupported_values"]:
+        vals = ", ".join(support["unsupported_values"][:5])
+        r.add(
+            answer,
+            "answer_value_unsupported",
+            f"the final answer (step {answer}) states {vals}, which no tool output contains",
+        )
+    # 3. modality branches the task needs
+    by_mod: dict[str, list[int]] = {}
+    for v in actions:
+        n = nodes[v]
+        if n["tool"] not in SETUP_TOOLS:
+            by_mod.setdefault(n["modality"], []).append(v)
+    branches: dict[str, str] = ctx["branches"]
+    for m in required:
+        steps_m = by_mod.get(m, [])
+        if m == "image":
+            steps_m = steps_m or [v for v in by_mod.get("video", []) if nodes[v]["branch"]]
+        if not steps_m:
+            r.add(None, "missing_modality_branch", f"the task needs {m} but no step processed {m}")
+            continue
+        mine = [v for v in order_nodes(nodes) if nodes[v]["branch"] and branches.get(nodes[v]["branch"]) == m]
+        if mine and not any(v in on for v in mine):
+            last = mine[-1]
+            r.add(
+                last,
+                "modality_branch_unused",
+                f"the {m} branch ({nodes[last]['branch']}) never reached the answer; it stops at {_what(b, last)}",
+            )
+        if m == "video":
+            frames = [v for v in mine if b.by_idx[v].get("tool") == "ffmpeg" and b.io[v].produced]
+            singles = [
+                v for v in frames if any(f in (b.by_idx[v].get("command") or "") for f in _SINGLE_FRAME)
+            ]
+            if singles and len(singles) == len(frames):
+                r.add(
+                    singles[-1],
+                    "single_frame_sampling",
+                    f"the video was sampled at a single frame only ({_what(b, singles[-1])})",
+                )
+    # 4. where the answer's content came from
+    if answer is not None:
+        sources = sorted(
+            {
+                s
+                for (s, d, t), (_, rule) in b.edges.items()
+                if d == answer
+                and t == "answer"
+                and rule in ("answer-value", "answer-term")
+                and nodes[s]["kind"] == "action"
+            },
+            reverse=True,
+        )
+        if required and "web" not in required:
+            webs = sorted(
+                (
+                    v
+                    for v in on
+                    if nodes[v]["kind"] == "action"
+                    and nodes[v]["modality"] == "web"
+                    and (nodes[v]["tool"] in _WEB_TOOLS)
+                ),
+                reverse=True,
+            )
+            for k, v in enumerate(webs):
+                r.add(
+                    v,
+                    "external_knowledge_on_answer_path",
+                    f"{_what(b, v)} brought outside knowledge into the answer of a {'/'.join(required)} task",
+                    rank=k,
+                )
+        for k, v in enumerate(sources):
+            r.add(v, "answer_source", f"{_what(b, v)} printed the value the final answer states", rank=3 * k)
+        media = sorted(
+            (
+                v
+                for v in on
+                if nodes[v]["kind"] == "action"
+                and nodes[v]["modality"] in (required or ("audio", "video", "image", "document"))
+                and nodes[v]["status"] == "ok"
+            ),
+            reverse=True,
+        )
+        for k, v in enumerate(media):
+            r.add(
+                v,
+                "perception_step",
+                f"{_what(b, v)} extracted the {nodes[v]['modality']} evidence the answer rests on",
+                rank=k,
+            )
+    # 5. the first error, even when recovered
+    if ctx["errors"]:
+        v = ctx["errors"][0]
+        if nodes[v]["kind"] == "action":
+            r.add(
+                v,
+                "first_error",
+                f"first error: {_what(b, v)} ({'recovered' if v in ctx['recovered'] else 'not recovered'})",
+            )
+    return r.ranked()
+
+
+def order_nodes(nodes: dict[int, dict[str, Any]]) -> list[int]:
+    return sorted(nodes)

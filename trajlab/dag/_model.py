@@ -1,0 +1,79 @@
+"""The in-memory step DAG: rows of the three DAG tables plus a lazily built networkx graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+DAG_VERSION = 1
+"""Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs."""
+
+NODE_KINDS: dict[str, str] = {
+    "tool_call": "action",
+    "tool_result": "result",
+    "assistant": "text",
+    "reasoning": "reasoning",
+    "user": "input",
+    "system": "input",
+    "compaction": "compaction",
+}
+"""Step kind -> node kind. A tool call and its result are one `action` node; `result` is an orphan result."""
+
+MEDIA_MODALITIES = ("audio", "video", "image", "document", "web")
+"""Modalities that form branches (file, compute and text nodes only carry a branch along)."""
+
+ANSWER_PATH_EDGES = frozenset(["data", "answer", "spawn", "return", "summary"])
+"""Edge types along which a step's output can reach the final answer."""
+
+USE_EDGES = frozenset(["data", "answer", "spawn", "return", "summary"])
+"""Outgoing edge types that count as "the output was used" (an action without any is a dead end)."""
+
+
+@dataclass
+class StepDag:
+    """One trajectory's step DAG.
+
+    `nodes`, `edges` and `metrics` are rows of `dag_nodes`, `dag_edges` and `dag_metrics`;
+    `candidates` is `metrics["decisive_candidates"]` parsed (ranked, best first). `graph` is a
+    networkx MultiDiGraph keyed by edge type, so two edges of different types between the same
+    pair of steps are both kept.
+    """
+
+    trajectory_id: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    _graph: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        if self._graph is None:
+            import networkx as nx
+
+            g = nx.MultiDiGraph(trajectory_id=self.trajectory_id)
+            for n in self.nodes:
+                g.add_node(n["node_id"], **{k: v for k, v in n.items() if k != "trajectory_id"})
+            for e in self.edges:
+                g.add_edge(
+                    e["src"], e["dst"], key=e["type"], type=e["type"], artifact=e["artifact"], rule=e["rule"]
+                )
+            self._graph = g
+        return self._graph
+
+    @property
+    def answer_step(self) -> int | None:
+        return self.metrics.get("answer_step")
+
+    def node(self, node_id: int) -> dict[str, Any] | None:
+        return next((n for n in self.nodes if n["node_id"] == node_id), None)
+
+    def edges_of(self, type: str | None = None) -> list[tuple[int, int]]:
+        return [(e["src"], e["dst"]) for e in self.edges if type is None or e["type"] == type]
+
+    @property
+    def anomalies(self) -> list[str]:
+        return list(self.metrics.get("anomalies") or [])

@@ -1,0 +1,251 @@
+"""What one step reads and writes: shell commands via `_shellio`, runner tools by their arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ._shellio import ShellIO, patch_targets, shell_io
+from ._tokens import code_io, is_pathlike, is_url, norm_path, scan
+
+PATH_KEYS = (
+    "file_path",
+    "path",
+    "filePath",
+    "filename",
+    "file",
+    "notebook_path",
+    "image_path",
+    "target_file",
+)
+URL_KEYS = ("url", "uri", "href", "link")
+# Argument keys that steer a tool rather than carry data: their values never count as typed-in values.
+CONTROL_KEYS = frozenset(
+    [
+        "yield_time_ms",
+        "max_output_tokens",
+        "timeout",
+        "timeout_ms",
+        "limit",
+        "offset",
+        "replace_all",
+        "session_id",
+        "workdir",
+        "description",
+        "run_in_background",
+        "output_mode",
+        "head_limit",
+        "-n",
+        "-A",
+        "-B",
+        "-C",
+        "-i",
+        "type",
+        "glob",
+        "subagent_type",
+        "model",
+        "justification",
+        "sandbox_permissions",
+        "with_escalated_permissions",
+        "shell",
+        "login",
+        "tty",
+        "max_tokens",
+    ]
+)
+SETUP_TOOLS = frozenset(
+    [
+        "pip",
+        "apt",
+        "npm",
+        "yarn",
+        "pnpm",
+        "conda",
+        "brew",
+        "cargo",
+        "gem",
+        "uv",
+        "apk",
+        "dnf",
+        "yum",
+        "poetry",
+    ]
+)
+BOOKKEEPING_TOOLS = frozenset(
+    ["todo", "think", "todowrite", "update_plan", "exitplanmode", "askuserquestion", "enterplanmode"]
+)
+LISTING_TOOLS = frozenset(["glob", "ls", "find", "grep"])
+
+
+@dataclass
+class StepIO:
+    produced: list[tuple[str, str]] = field(default_factory=list)
+    produced_dirs: list[tuple[str, str]] = field(default_factory=list)
+    consumed: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
+    edits: list[str] = field(default_factory=list)
+    written_code: dict[str, str] = field(default_factory=dict)
+    lists_dir: str | None = None
+    cwd: str | None = None
+    value_text: str = ""
+    primary: str | None = None  # the main input (first consumed path or URL), used by the retry rule
+
+
+def parse_args(arguments: str | None) -> Any:
+    if not arguments:
+        return None
+    s = arguments.lstrip()
+    if s[:1] in "{[":
+        try:
+            return orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+def _from_shell(sio: ShellIO) -> StepIO:
+    return StepIO(
+        produced=list(sio.produced),
+        produced_dirs=list(sio.produced_dirs),
+        consumed=list(sio.consumed),
+        words=list(sio.words),
+        urls=list(sio.urls),
+        scripts=list(sio.scripts),
+        edits=list(sio.edits),
+        written_code=dict(sio.written_code),
+        lists_dir=sio.lists_dir,
+        cwd=sio.cwd,
+    )
+
+
+def _data_values(args: dict[str, Any]) -> str:
+    """The argument text a tool was given, minus control keys (where typed-in values are looked for)."""
+    parts: list[str] = []
+    for k, v in args.items():
+        if k in CONTROL_KEYS:
+            continue
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            parts.append(str(v))
+        elif isinstance(v, (list, dict)):
+            parts.append(orjson.dumps(v).decode())
+    return "\n".join(parts)
+
+
+def step_io(step: dict[str, Any], cwd: str | None) -> StepIO:
+    """Reads and writes of a tool-call step, resolving relative paths against `cwd`."""
+    raw = step.get("arguments")
+    command = step.get("command")
+    tool = (step.get("tool") or "").lower()
+    name = (step.get("tool_name") or "").lower()
+    args: Any = None
+    if command:
+        if (raw and '"workdir"' in raw) or (raw and '"cwd"' in raw):
+            args = parse_args(raw)
+            if isinstance(args, dict):
+                wd = args.get("workdir") or args.get("cwd")
+                if isinstance(wd, str) and wd:
+                    cwd = wd
+        io = _from_shell(shell_io(command, cwd))
+        io.value_text = command
+        if io.cwd is None:
+            io.cwd = cwd
+        _attach_primary(io)
+        return io
+    args = parse_args(raw)
+    io = StepIO(cwd=cwd)
+    if not isinstance(args, dict):
+        text = args if isinstance(args, str) else ""
+        if tool == "apply_patch" or name == "apply_patch":
+            _patch(io, text, cwd)
+        io.value_text = text
+        _attach_primary(io)
+        return io
+    path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str) and args[k]), None)
+    p = norm_path(path, cwd) if path else None
+    if tool in ("read", "image_read"):
+        if p:
+            io.consumed.append(p)
+    elif tool == "write":
+        if p:
+            io.produced.append((p, "tool-write"))
+            content = args.get("content") or args.get("file_text")
+            if isinstance(content, str):
+                io.written_code[p] = content
+    elif tool == "edit":
+        sub = args.get("command")
+        if sub in ("view",):
+            if p:
+                io.consumed.append(p)
+        elif sub == "create":
+            if p:
+                io.produced.append((p, "tool-write"))
+                if isinstance(args.get("file_text"), str):
+                    io.written_code[p] = args["file_text"]
+        elif p:
+            io.edits.append(p)
+            io.produced.append((p, "tool-edit"))
+    elif tool == "apply_patch" or name == "apply_patch":
+        _patch(io, str(args.get("input") or args.get("patch") or args.get("command") or ""), cwd)
+        _changes(io, step.get("metadata"))
+    elif tool in LISTING_TOOLS:
+        if p:
+            io.words.append(p)
+            io.lists_dir = p
+    elif tool == "python" or name in ("execute_python", "run_ipython", "ipython", "python"):
+        code = args.get("code") or args.get("script") or args.get("input")
+        if isinstance(code, str):
+            written, read, urls = code_io(code)
+            io.produced += [(norm_path(w, cwd), "code-write") for w in written]
+            io.consumed += [norm_path(r, cwd) for r in read]
+            io.urls += urls
+    elif p and tool not in BOOKKEEPING_TOOLS:
+        io.consumed.append(p)
+    for k in URL_KEYS:
+        v = args.get(k)
+        if isinstance(v, str) and is_url(v):
+            io.urls.append(v)
+    io.value_text = _data_values(args)
+    if tool in ("subagent", "web_fetch", "browser") or name.startswith("mcp"):
+        # A prompt or free-form argument may name files and URLs the callee will read.
+        paths, urls, _ = scan(io.value_text)
+        io.consumed += [norm_path(x, cwd) for x in paths if x.startswith("/") and is_pathlike(x)]
+        io.urls += [u for u in urls if u not in io.urls]
+    _attach_primary(io)
+    return io
+
+
+def _patch(io: StepIO, text: str, cwd: str | None) -> None:
+    for path, kind in patch_targets(text):
+        p = norm_path(path, cwd)
+        if kind in ("update", "delete"):
+            io.edits.append(p)
+        if kind != "delete":
+            io.produced.append((p, "apply-patch"))
+
+
+def _changes(io: StepIO, metadata: str | None) -> None:
+    """Codex records the absolute paths a patch changed (`metadata.changes`): prefer them to relative ones."""
+    if not metadata or '"changes"' not in metadata:
+        return
+    try:
+        changes = orjson.loads(metadata).get("changes")
+    except (orjson.JSONDecodeError, AttributeError):
+        return
+    if not isinstance(changes, list):
+        return
+    paths = [c for c in changes if isinstance(c, str) and c.startswith("/")]
+    if not paths:
+        return
+    edited = {e.rsplit("/", 1)[-1] for e in io.edits}
+    io.produced = [(c, "apply-patch") for c in paths]
+    io.edits = [c for c in paths if c.rsplit("/", 1)[-1] in edited]
+
+
+def _attach_primary(io: StepIO) -> None:
+    io.primary = (io.consumed or io.edits or io.urls or io.scripts or [None])[0]

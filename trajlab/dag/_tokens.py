@@ -1,0 +1,298 @@
+"""Tokens the DAG rules compare: paths, URLs and distinctive values, found in commands and outputs.
+
+Everything here is a pure function over strings. Outputs are scanned up to `SCAN_HEAD` characters
+from the start plus `SCAN_TAIL` from the end (long file dumps and logs keep their summary lines),
+which bounds the work per step.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from functools import lru_cache
+
+from ..normalize import AUDIO_EXT, IMAGE_EXT, VIDEO_EXT
+
+SCAN_HEAD = 12_000
+SCAN_TAIL = 4_000
+
+DOC_EXT = frozenset(["pdf", "docx", "doc", "pptx", "ppt", "xlsx", "xls", "odt", "ods", "odp", "epub", "rtf"])
+_OTHER_EXT = (
+    "txt md rst json jsonl csv tsv srt vtt ass html htm xml yaml yml toml ini cfg conf env log lock "
+    "py pyi ipynb js mjs cjs ts tsx jsx sh bash zsh rb go rs c h cc cpp hpp java kt kts ex exs erl hrl "
+    "php pl lua r swift scala cs sql css scss sass less vue svelte proto graphql tex bib "
+    "zip tar gz tgz xz bz2 zst 7z whl jar bin pkl pt pth onnx npy npz h5 db sqlite wasm so o a out "
+    "patch diff mod sum gradle mk cmake dockerfile sample traj eval parquet arrow feather"
+)
+KNOWN_EXT = frozenset(_OTHER_EXT.split()) | AUDIO_EXT | VIDEO_EXT | IMAGE_EXT | DOC_EXT
+
+# Texts are split on whitespace and quoting/bracket characters (fast, in C), then each piece is
+# classified: a URL, a path (has a slash, or a name with a known extension), a number (two or more
+# digits without a leading zero, or a decimal part; clock times like 00:07.000 are skipped) or a code
+# (letters and digits, e.g. ORBIT-42, bb53fb4). Anything else is ignored.
+_SEP = str.maketrans({c: " " for c in "'\"()[]{}<>;|`\\\t\r\n*"})
+_NUM_RE = re.compile(r"[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|[1-9]\d+)")
+_CODE_RE = re.compile(r"(?=[A-Za-z_.-]*\d)(?=[\d_.-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]{2,}[A-Za-z0-9]")
+_DIGIT = re.compile(r"\d").search
+_PATH_OK = re.compile(r"[\w.@+%?~/-]+").fullmatch
+_PARTS = re.compile(r"[:=]").split
+_TRAILING = ".,;:!?'\")]}>"
+_SKIP_PATHS = frozenset(["/", ".", "..", "./", "../", "/dev/null", "/dev/stdout", "/dev/stderr", "-", "~"])
+_GLOB_CHARS = frozenset("*?[")
+
+
+def clip(text: str) -> str:
+    """The part of a long text the rules look at (head and tail)."""
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return text
+    return text[:SCAN_HEAD] + "\n" + text[-SCAN_TAIL:]
+
+
+def norm_value(tok: str) -> str:
+    """Canonical form of a number (no thousands separators, no trailing zeros, no plus sign)."""
+    if tok[:1] in "+-" or tok[:1].isdigit():
+        t = tok.lstrip("+").replace(",", "")
+        if "." in t:
+            t = t.rstrip("0").rstrip(".")
+        return t or "0"
+    return tok
+
+
+def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
+    """(paths, urls, values) mentioned in a text, in order of first appearance, deduplicated."""
+    if not text:
+        return [], [], []
+    paths: dict[str, None] = {}
+    urls: dict[str, None] = {}
+    values: dict[str, None] = {}
+    for tok in clip(text).translate(_SEP).split():
+        if len(tok) < 2:
+            continue
+        if "://" in tok:
+            if tok.startswith(("http://", "https://")):
+                urls[tok.rstrip(_TRAILING)] = None
+            continue
+        parts = _PARTS(tok) if (":" in tok or "=" in tok) else (tok,)
+        skip_values = False  # after "12:" (clock times) or "file.py:" (line numbers)
+        for part in parts:
+            part = part.rstrip(_TRAILING)
+            if len(part) < 2:
+                skip_values = part.isdigit()
+                continue
+            if skip_values and part[0].isdigit():
+                skip_values = part.isdigit()
+                continue
+            skip_values = part.isdigit() or "/" in part or "." in part
+            if "/" in part:
+                if _is_fraction(part):  # "ORBIT-42/5": its parts are values
+                    for x in part.split("/"):
+                        _value(x, values)
+                elif part not in _SKIP_PATHS and _PATH_OK(part):
+                    paths[part] = None
+            elif "." in part and not part[0].isdigit() and part[0] != "-":
+                if part.rsplit(".", 1)[1].lower() in KNOWN_EXT and _PATH_OK(part):
+                    paths[part] = None
+                elif _DIGIT(part):
+                    _value(part, values)
+            elif _DIGIT(part):
+                if "," in part and not _NUM_RE.fullmatch(part):
+                    for x in part.split(","):
+                        _value(x, values)
+                else:
+                    _value(part, values)
+    return list(paths), list(urls), list(values)
+
+
+def _value(part: str, values: dict[str, None]) -> None:
+    if _NUM_RE.fullmatch(part):
+        values[norm_value(part)] = None
+    elif len(part) >= 4 and _CODE_RE.fullmatch(part):
+        values[part] = None
+
+
+def _is_fraction(tok: str) -> bool:
+    # "3/4", "ORBIT-42/5", "12/03/2024" are values, not paths
+    return "/" in tok and "." not in tok and all(p.isdigit() or (p and p.isupper()) for p in tok.split("/"))
+
+
+@lru_cache(maxsize=65_536)
+def values_of(text: str) -> tuple[str, ...]:
+    return tuple(scan(text)[2])
+
+
+_WORDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def has_value(text: str, value: str) -> bool:
+    """`value` occurs in `text` as a whole token (`120` in "at 120 thousand" or "120.0", not in "1200")."""
+    start = 0
+    n = len(value)
+    while True:
+        k = text.find(value, start)
+        if k < 0:
+            return False
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] == "." or (text[k - 1] == "-" and value[0] != "-")):
+            continue
+        j = k + n
+        if j < len(text):
+            c = text[j]
+            if c in _WORDCH:
+                continue
+            if c == "." and j + 1 < len(text) and text[j + 1].isdigit():
+                z = j + 1
+                while z < len(text) and text[z] == "0":
+                    z += 1
+                if z < len(text) and text[z].isdigit():
+                    continue
+        return True
+
+
+def has_path(text: str, path: str) -> bool:
+    """`path` occurs in `text` and is not part of a longer name (`lib/a.ex` in "/x/lib/a.ex", not "a.exs")."""
+    start = 0
+    n = len(path)
+    while True:
+        k = text.find(path, start)
+        if k < 0:
+            return False
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
+            continue
+        j = k + n
+        if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
+            continue
+        return True
+
+
+def is_url(word: str) -> bool:
+    return word.startswith(("http://", "https://"))
+
+
+def ext_of(path: str) -> str | None:
+    base = path.rsplit("/", 1)[-1]
+    if "." not in base[1:]:
+        return None
+    return base.rsplit(".", 1)[-1].lower()
+
+
+def is_pathlike(word: str) -> bool:
+    """A command-line word that names a file: has a slash, or a known extension. Not an option or URL."""
+    if not word or len(word) > 400 or word[0] == "-" or is_url(word):
+        return False
+    if any(c in word for c in " \n\t$`(){}<>|;&=\"'"):
+        return False
+    if word in _SKIP_PATHS:
+        return False
+    if "/" in word:
+        return not _is_fraction(word) and not word.replace("/", "").replace(".", "").isdigit()
+    e = ext_of(word)
+    return e is not None and e in KNOWN_EXT
+
+
+def has_glob(word: str) -> bool:
+    return any(c in _GLOB_CHARS for c in word)
+
+
+def norm_path(path: str, cwd: str | None = None) -> str:
+    """Normalize a path for comparison: strip quotes and `file://`, resolve against cwd, collapse `./` and `..`."""
+    p = path.strip().strip("'\"")
+    if p.startswith("file://"):
+        p = p[7:]
+    if cwd and not p.startswith(("/", "~")):
+        p = cwd.rstrip("/") + "/" + p
+    if "//" in p or "/." in p or p.startswith("./") or p.endswith("/"):
+        p = posixpath.normpath(p)
+    if p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def dirname(path: str) -> str | None:
+    p = path.rstrip("/")
+    return p.rsplit("/", 1)[0] if "/" in p else None
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two normalized paths name the same file: equal, or one is a path-suffix of the other."""
+    if a == b:
+        return True
+    if len(a) < len(b):
+        a, b = b, a
+    return a.endswith(b) and a[-len(b) - 1] == "/" and not b.startswith("/")
+
+
+_PRINTF_RE = re.compile(r"%0?(\d*)d")
+
+
+@lru_cache(maxsize=4096)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    for m in _PRINTF_RE.finditer(pattern):
+        out.append(_glob_part(pattern[i : m.start()]))
+        width = m.group(1)
+        out.append(rf"\d{{{int(width)}}}" if width else r"\d+")
+        i = m.end()
+    out.append(_glob_part(pattern[i:]))
+    return re.compile("".join(out))
+
+
+def pattern_matches(pattern: str, path: str) -> bool:
+    """Does `path` name a file of an output pattern (`frames/%03d.png`, `page-*.png`)?
+
+    The trailing path components are compared, so a relative path matches an absolute pattern and
+    the other way round (the same suffix rule as `same_file`).
+    """
+    pc = pattern.rstrip("/").split("/")
+    xc = path.rstrip("/").split("/")
+    k = min(len(pc), len(xc))
+    return _pattern_regex("/".join(pc[-k:])).fullmatch("/".join(xc[-k:])) is not None
+
+
+def _glob_part(s: str) -> str:
+    return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in s)
+
+
+def is_pattern(path: str) -> bool:
+    return bool(_PRINTF_RE.search(path)) or has_glob(path)
+
+
+def example_of(pattern: str) -> str:
+    """An instance of a pattern (`frames/%03d.png` -> `frames/001.png`) to test globs against."""
+    s = _PRINTF_RE.sub(lambda m: "1".zfill(int(m.group(1)) if m.group(1) else 1), pattern)
+    return s.replace("*", "1").replace("?", "1")
+
+
+# -- literals in inline code ------------------------------------------------------------------------
+
+_WRITE_CALL_RE = re.compile(
+    r"""(?:\bopen\(\s*(['"])(?P<a>[^'"\n]{1,300})\1\s*,\s*(?:mode\s*=\s*)?['"][wax]"""
+    r"""|\.(?:save|savefig|imwrite|to_csv|to_json|to_parquet|to_excel|export|write_text|write_bytes|to_file)\(\s*(['"])(?P<b>[^'"\n]{1,300})\3"""
+    r"""|\b(?:imwrite|savefig|imsave|write_file|writeFileSync|writeFile)\(\s*(['"])(?P<c>[^'"\n]{1,300})\5"""
+    r"""|\bPath\(\s*(['"])(?P<d>[^'"\n]{1,300})\7\s*\)\s*\.(?:write_text|write_bytes|touch|mkdir))"""
+)
+_LITERAL_RE = re.compile(r"""(['"])([^'"\n]{1,300})\1""")
+
+
+def code_io(code: str) -> tuple[list[str], list[str], list[str]]:
+    """(written paths, read paths, urls) named by string literals in an inline script."""
+    code = clip(code)
+    written: dict[str, None] = {}
+    for m in _WRITE_CALL_RE.finditer(code):
+        p = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+        if p and (is_pathlike(p) or "/" not in p):
+            written[p] = None
+    read: dict[str, None] = {}
+    urls: dict[str, None] = {}
+    for m in _LITERAL_RE.finditer(code):
+        lit = m.group(2)
+        if is_url(lit):
+            urls[lit] = None
+        elif lit not in written and is_pathlike(lit):
+            read[lit] = None
+    return list(written), list(read), list(urls)
