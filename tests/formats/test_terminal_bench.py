@@ -116,6 +116,35 @@ def test_run_level_results_without_trials(parsed):
     assert t["source_locator"] == "trial=0"
 
 
+def test_commands_txt_is_never_executed(tmp_path: Path):
+    trial = tmp_path / "run" / "t" / "t.1-of-1.run"
+    trial.mkdir(parents=True)
+    (trial / "results.json").write_text(
+        json.dumps(
+            {
+                "id": "i",
+                "trial_name": "t.1-of-1.run",
+                "task_id": "t",
+                "is_resolved": None,
+                "failure_mode": "unset",
+            }
+        )
+    )
+    marker = tmp_path / "PWNED"
+    (trial / "commands.txt").write_text(
+        f"__import__('os').system('touch {marker}')\n['ls', 'Enter']\n{{'a': 1}}\n"
+    )
+    _, units = parse_tree(tmp_path)
+    _, ctx, [(t, steps)] = units["run/t/t.1-of-1.run/results.json"]
+    assert not marker.exists()
+    assert [(q.line, q.error_type) for q in ctx.quarantined] == [(1, "schema"), (3, "schema")]
+    assert [s.get("command") for s in steps if s["kind"] == "tool_call"] == ["ls"]
+    assert (
+        t["outcome"] == "unknown"
+        and "no sessions/agent.cast or agent.log: keystroke outputs unknown" in t["anomalies"]
+    )
+
+
 def test_strip_ansi_applies_carriage_returns():
     assert strip_ansi("\x1b[01;34mdir\x1b[0m\r\n0%\r50%\r100%\n") == "dir\n100%\n"
 
