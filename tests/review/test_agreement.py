@@ -101,6 +101,7 @@ def test_report_from_label_rows() -> None:
     assert (ja.step_n, ja.step_exact, ja.step_within_k) == (5, pytest.approx(3 / 5), pytest.approx(4 / 5))
     ab = pairs[("alice", "bob")]
     assert ab.kind == "human-human" and ab.n_items == 4  # bob's `unsure` and missing item left out
+    assert (ab.items_a, ab.items_b, ab.items_both) == (6, 5, 5)
     assert ab.observed == pytest.approx(3 / 4)
     assert r.n_multi_rated == 4
     assert r.fleiss_kappa == pytest.approx(fleiss_kappa({0: "aa", 2: "vv", 3: "vv", 4: "at"}))

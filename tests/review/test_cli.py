@@ -85,7 +85,10 @@ def test_review_list_adjudicate_and_agreement(tmp_path: Path) -> None:
     assert pair["n_items"] == 2 and pair["observed"] == 0.5
     assert data["confusion"]["judge:llm"]["n"] == 2
     r = invoke("agreement", str(lab.root))
-    assert "Krippendorff's alpha" in r.output and "judge:llm vs gold: accuracy 0.500" in r.output
+    assert (
+        "Krippendorff's alpha" in r.output
+        and "judge:llm vs gold: accuracy 0.500 over 2 trajectories (the judge labeled 2 of 2" in r.output
+    )
 
 
 def test_bad_command_input_is_a_message_not_a_traceback(tmp_path: Path) -> None:

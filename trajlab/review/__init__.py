@@ -18,6 +18,7 @@ from ._propagate import PropagationReport, propagate, reviewed_labels
 from ._queue import MODES, WEIGHTS, JudgeView, QueueError, ReviewItem, ReviewQueue
 from ._records import REVIEW_ACTIONS, SPECIAL_CATEGORIES, AdjudicationRecord, AnnotationRecord, field_docs
 from ._session import ReviewSession, SessionSummary, category_keys
+from ._stage import review_stage
 from ._stats import cohen_kappa, confusion, fleiss_kappa, krippendorff_alpha_nominal, specific_agreement
 from ._store import AnnotationSet, AnnotationStore, LoadReport, raise_problems
 from ._taxo import DEFAULT_TAXONOMY, resolve_taxonomy
@@ -62,6 +63,7 @@ __all__ = [
     "propagate",
     "raise_problems",
     "resolve_taxonomy",
+    "review_stage",
     "reviewed_labels",
     "specific_agreement",
 ]

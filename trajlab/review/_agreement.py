@@ -45,7 +45,10 @@ class PairStats:
     rater_a: str
     rater_b: str
     kind: str  # human-human, judge-human, judge-judge
-    n_items: int
+    items_a: int  # trajectories rater_a labeled
+    items_b: int
+    items_both: int  # labeled by both (the pair's coverage)
+    n_items: int  # of those, with a category from both (unsure and none left out)
     observed: float | None
     kappa: float | None
     step_n: int
@@ -116,7 +119,10 @@ class AgreementReport:
                 title = f"decisive step agreement (within +-{self.k})"
             lines += ["", f"== {title}", render(t, max_width=40)]
         for judge, c in self.confusion.items():
-            lines.append(f"{judge} vs gold: accuracy {f(c['accuracy'])} over {c['n']} trajectories")
+            lines.append(
+                f"{judge} vs gold: accuracy {f(c['accuracy'])} over {c['n']} trajectories "
+                f"(the judge labeled {c['n']} of {c['n_gold']} gold trajectories)"
+            )
         return "\n".join(lines)
 
 
@@ -229,6 +235,9 @@ def agreement(
     for a, b in combinations(graders, 2):
         kind = "-".join(sorted((raters[a], raters[b]), key=lambda x: (x != "judge", x)))
         xs, ys, steps, same_agent = [], [], [], []
+        n_a = sum(1 for item in by_item.values() if a in item)
+        n_b = sum(1 for item in by_item.values() if b in item)
+        both = sum(1 for item in by_item.values() if a in item and b in item)
         for item in by_item.values():
             ra, rb = item.get(a), item.get(b)
             if ra is None or rb is None:
@@ -251,6 +260,9 @@ def agreement(
                 a,
                 b,
                 kind,
+                n_a,
+                n_b,
+                both,
                 len(xs),
                 sum(x == y for x, y in zip(xs, ys)) / len(xs) if xs else None,
                 cohen_kappa(xs, ys),
@@ -296,10 +308,13 @@ def agreement(
                 continue
             gold, pred = zip(*pairs)
             labels, matrix = confusion(list(gold), list(pred))
+            n_gold = sum(1 for item in by_item.values() if "gold" in item and cat(item["gold"]) is not None)
             report.confusion[j] = {
                 "labels": labels,
                 "matrix": matrix,
                 "n": len(pairs),
+                "n_gold": n_gold,
+                "coverage": len(pairs) / n_gold,
                 "accuracy": sum(g == p for g, p in pairs) / len(pairs),
             }
     return report
