@@ -9,80 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._answer import answer_edges, task_text
 from ._candidates import rank_candidates
 from ._model import ANSWER_PATH_EDGES, DAG_VERSION, MEDIA_MODALITIES, USE_EDGES, StepDag
 from ._stepio import BOOKKEEPING_TOOLS, SETUP_TOOLS
-from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, clip, ext_of, scan
+from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, ext_of, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
 
-SHORT_ANSWER_WORDS = 40
-"""Answers up to this many words are also matched word by word (proper nouns, labels)."""
-_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
-_STOP = frozenset(
-    [
-        "that",
-        "this",
-        "with",
-        "from",
-        "have",
-        "will",
-        "would",
-        "there",
-        "their",
-        "then",
-        "than",
-        "what",
-        "which",
-        "when",
-        "where",
-        "answer",
-        "final",
-        "therefore",
-        "because",
-        "based",
-        "into",
-        "about",
-        "after",
-        "before",
-        "these",
-        "those",
-        "they",
-        "them",
-        "also",
-        "just",
-        "only",
-        "some",
-        "such",
-        "total",
-        "value",
-        "values",
-        "result",
-        "results",
-        "number",
-        "numbers",
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "were",
-        "been",
-        "being",
-        "is",
-        "it",
-        "its",
-        "correct",
-        "approximately",
-        "around",
-        "roughly",
-        "likely",
-        "probably",
-        "seems",
-        "appears",
-    ]
-)
 _DOMAIN_WORDS: dict[str, str] = {
     "audio": "audio",
     "speech": "audio",
@@ -134,99 +69,11 @@ def required_modalities(domain: str | None, task: str | None) -> list[str]:
     return [m for m in MEDIA_MODALITIES if m in req]
 
 
-def _task_text(b: _Builder) -> str:
-    task = b.t.get("task") or ""
-    if not task:
-        task = next((s.get("text") or "" for s in b.steps if s.get("kind") == "user"), "")
-    return task
-
-
-def _is_evidence(b: _Builder, i: int) -> bool:
-    n = b.nodes[i]
-    return n["kind"] in ("action", "result", "compaction") or (
-        n["kind"] == "text" and n["agent_id"] != b.root
-    )
-
-
-def _answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any]:
-    s = b.by_idx[answer]
-    text = s.get("text") or s.get("arguments") or ""
-    if b.nodes[answer]["kind"] == "action":
-        text = "\n".join(x for x in (s.get("arguments"), s.get("output")) if x)
-    paths, urls, values = scan(text)
-    supported: list[str] = []
-    unsupported_values: list[str] = []
-    for v in values:
-        prods = [p for p in b.ix.values.get(v, ()) if p < answer and _is_evidence(b, p)]
-        if prods:
-            b.edge(prods[-1], answer, "answer", f"value:{v}", "answer-value")
-            supported.append(v)
-        else:
-            unsupported_values.append(v)
-    for p in paths:
-        w = b.find_writer(p, answer)
-        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1], []), p, answer)
-        if src is not None:
-            b.edge(src, answer, "answer", p, "answer-path")
-            supported.append(p)
-    for u in urls:
-        src = b.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
-        if src is not None and _is_evidence(b, src):
-            b.edge(src, answer, "answer", u, "answer-path")
-            supported.append(u)
-    words: list[str] = []
-    if len(text.split()) <= SHORT_ANSWER_WORDS:
-        task = _task_text(b).lower()
-        words = [
-            w
-            for w in dict.fromkeys(_WORD_RE.findall(text))
-            if w.lower() not in _STOP and w.lower() not in task
-        ]
-        if words:
-            outs = [
-                (i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "").lower())
-                for i in sorted(b.nodes)
-                if i < answer and _is_evidence(b, i)
-            ]
-            for w in words[:20]:
-                rx = re.compile(r"\b" + re.escape(w.lower()) + r"\b")
-                src = next((i for i, o in reversed(outs) if w.lower() in o and rx.search(o)), None)
-                if src is not None:
-                    b.edge(src, answer, "answer", w, "answer-term")
-                    supported.append(w)
-    if not required:
-        # Code tasks: the final version of every file written and not read again is the answer (the diff).
-        last_writer: dict[str, int] = {}
-        for i, io in b.io.items():
-            if i < answer and b.nodes[i]["status"] not in ("error", "timeout"):
-                for path, rule in io.produced:
-                    if rule in (
-                        "tool-write",
-                        "tool-edit",
-                        "apply-patch",
-                        "sed-in-place",
-                        "heredoc-write",
-                        "redirect",
-                        "code-write",
-                    ):
-                        last_writer[path] = i
-        for path, i in last_writer.items():
-            if "data" not in b.out_types[i] and "answer" not in b.out_types[i]:
-                b.edge(i, answer, "answer", path, "answer-final-write")
-    n_terms = len(values) + len(paths) + len(urls) + len(words)
-    short = len(text.split()) <= SHORT_ANSWER_WORDS
-    return {
-        "terms": n_terms,
-        "supported": supported,
-        "unsupported_values": unsupported_values if short else [],
-    }
-
-
 def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag:
     nodes = b.nodes
-    required = required_modalities(b.t.get("domain"), _task_text(b))
+    required = required_modalities(b.t.get("domain"), task_text(b))
     support = (
-        _answer_edges(b, answer, required)
+        answer_edges(b, answer, required)
         if answer is not None
         else {"terms": 0, "supported": [], "unsupported_values": []}
     )
@@ -291,6 +138,7 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
         "unrecovered": unrecovered,
         "recovered": recovered,
         "actions": actions,
+        "retries": retries,
     }
     candidates = rank_candidates(b, ctx)
     edges = [

@@ -35,6 +35,7 @@ from ._tokens import (
     has_value,
     norm_path,
     pattern_matches,
+    pieces_of,
     same_file,
     scan,
     values_of,
@@ -44,6 +45,8 @@ PARALLEL_GAP_S = 1.0
 """Calls of one agent this close together (and with nothing between them) were issued in one response."""
 UBIQUITY = 8
 """A value printed by more steps than this is too common to count as a data dependency."""
+LAST_LINE_MAX = 24
+"""An output whose last line is this short printed a result (`515`, `3`): typing it later is a data use."""
 VALUE_TEXT_MAX = 2_000
 """Characters of a command or argument text searched for typed-in values."""
 NO_RESULT_TOOLS = frozenset(["web_search"])
@@ -124,7 +127,7 @@ class _Index:
         self.urls: dict[str, list[int]] = defaultdict(list)
         self.values: dict[str, list[int]] = defaultdict(list)
         self.reads: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        self.code: dict[str, str] = {}
+        self.lines: dict[str, list[int]] = defaultdict(list)  # an output's last line -> producers
 
 
 class _Builder:
@@ -490,12 +493,22 @@ class _Builder:
             if src is not None:
                 self.edge(src, node, typ, u, "revealed-url")
         if io.value_text:
-            for v in values_of(io.value_text[:VALUE_TEXT_MAX]):
+            text = io.value_text[:VALUE_TEXT_MAX]
+            values = values_of(text)
+            for v in values:
                 prods = ix.values.get(v)
                 if prods and len(prods) <= UBIQUITY:
                     src = self.latest(prods, node)
                     if src is not None:
                         self.edge(src, node, typ, f"value:{v}", value_rule)
+            if ix.lines:
+                # short results (even one digit) that an output printed as its last line
+                for piece in pieces_of(text):
+                    prods = ix.lines.get(piece)
+                    if prods and piece not in values and len(prods) <= UBIQUITY:
+                        src = self.latest(prods, node)
+                        if src is not None:
+                            self.edge(src, node, typ, f"value:{piece}", value_rule)
 
     def produce(self, node: int, io: StepIO) -> None:
         ix = self.ix
@@ -549,6 +562,10 @@ class _Builder:
                 break
             if u in t:
                 ix.urls[u].append(node)
+        tail = t.rstrip()
+        line = tail[tail.rfind("\n") + 1 :].strip()
+        if 0 < len(line) <= LAST_LINE_MAX:
+            ix.lines[line].append(node)
 
     def _poll_chains(self) -> None:
         """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""

@@ -17,18 +17,21 @@ if TYPE_CHECKING:
 
 SIGNALS: dict[str, float] = {
     "unrecovered_error_on_answer_path": 0.95,
-    "answer_unsupported": 0.90,
-    "missing_modality_branch": 0.88,
-    "unrecovered_error": 0.85,
-    "last_unrecovered_error": 0.83,
+    "unrecovered_error": 0.90,
+    "last_unrecovered_error": 0.88,
+    "single_frame_sampling": 0.87,
+    "answer_without_modality": 0.86,
+    "missing_modality_branch": 0.85,
+    "answer_unsupported": 0.83,
     "answer_value_unsupported": 0.80,
+    "unobserved_source": 0.78,
     "modality_branch_unused": 0.75,
-    "external_knowledge_on_answer_path": 0.72,
+    "external_knowledge_on_answer_path": 0.74,
     "answer_source": 0.70,
     "no_final_answer": 0.70,
-    "single_frame_sampling": 0.68,
     "perception_step": 0.62,
     "later_unrecovered_error": 0.60,
+    "superseded_error": 0.50,
     "first_error": 0.45,
     "cascade_error": 0.40,
 }
@@ -37,6 +40,8 @@ MAX_CANDIDATES = 10
 _CASCADE = ("sibling tool call errored", "cancelled because", "canceled because", "aborted because another")
 _WEB_TOOLS = frozenset(["web_search", "web_fetch", "browser", "curl", "wget", "http", "lynx", "w3m"])
 _SINGLE_FRAME = ("-frames:v 1 ", "-vframes 1 ", "-frames 1 ")
+_SOURCE_RULES = frozenset(["answer-value", "answer-term", "answer-derived"])
+_MEDIA = ("audio", "video", "image", "document")
 
 
 class _Ranker:
@@ -71,25 +76,41 @@ def _what(b: _Builder, i: int) -> str:
 
 
 def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
-    nodes = b.nodes
-    answer: int | None = ctx["answer"]
-    on: set[int] = ctx["on"]
-    required: list[str] = ctx["required"]
-    support: dict[str, Any] = ctx["support"]
-    actions: list[int] = ctx["actions"]
+    """The ranked candidates of one built DAG (see the module docstring and docs/dag.md)."""
     r = _Ranker()
-    # 1. errors that were never recovered (no successful retry), on the answer path first
+    _errors(b, ctx, r)
+    missing = _modalities(b, ctx, r)
+    _answer(b, ctx, r, missing)
+    if ctx["errors"]:
+        v = ctx["errors"][0]
+        if b.nodes[v]["kind"] == "action":
+            state = "recovered" if v in ctx["recovered"] else "not recovered"
+            r.add(v, "first_error", f"first error: {_what(b, v)} ({state})")
+    return r.ranked()
+
+
+def _errors(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
+    """Errors never recovered. A failed attempt that was retried (and the retry failed too) is
+    superseded by its retry: the end of each failed retry chain stands for the episode."""
+    nodes = b.nodes
+    retried = set(ctx["retries"])
     plain = []
     for v in ctx["unrecovered"]:
         out = (b.by_idx[v].get("output") or "")[:300].lower()
         what = "timed out" if nodes[v]["status"] == "timeout" else "failed"
         if any(c in out for c in _CASCADE):
             r.add(v, "cascade_error", f"{_what(b, v)} {what} because a sibling call failed")
-        elif v in on:
+        elif v in ctx["on"]:
             r.add(
                 v,
                 "unrecovered_error_on_answer_path",
                 f"{_what(b, v)} {what}, was never retried successfully, and its output still reached the answer",
+            )
+        elif v in retried:
+            r.add(
+                v,
+                "superseded_error",
+                f"{_what(b, v)} {what}; its retry (step {ctx['retries'][v]}) failed too",
             )
         else:
             plain.append(v)
@@ -107,11 +128,66 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
             )
         else:
             r.add(v, "later_unrecovered_error", f"{_what(b, v)} {what} and no retry succeeded", rank=k - 1)
-    # 2. the answer itself
+
+
+def _modalities(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> list[str]:
+    """Required modalities with no step, or whose branch never reached the answer; returns them."""
+    nodes = b.nodes
+    by_mod: dict[str, list[int]] = {}
+    for v in ctx["actions"]:
+        if nodes[v]["tool"] not in SETUP_TOOLS:
+            by_mod.setdefault(nodes[v]["modality"], []).append(v)
+    branches: dict[str, str] = ctx["branches"]
+    lacking: list[str] = []
+    for m in ctx["required"]:
+        steps_m = by_mod.get(m, []) or (
+            [v for v in by_mod.get("video", []) if nodes[v]["branch"]] if m == "image" else []
+        )
+        if not steps_m:
+            r.add(None, "missing_modality_branch", f"the task needs {m} but no step processed {m}")
+            lacking.append(m)
+            continue
+        mine = [v for v in sorted(nodes) if nodes[v]["branch"] and branches.get(nodes[v]["branch"]) == m]
+        if mine and not any(v in ctx["on"] for v in mine):
+            last = mine[-1]
+            lacking.append(m)
+            r.add(
+                last,
+                "modality_branch_unused",
+                f"the {m} branch ({nodes[last]['branch']}) never reached the answer; it stops at {_what(b, last)}",
+            )
+        if m == "video":
+            frames = [v for v in mine if b.by_idx[v].get("tool") == "ffmpeg" and b.io[v].produced]
+            singles = [
+                v for v in frames if any(f in (b.by_idx[v].get("command") or "") + " " for f in _SINGLE_FRAME)
+            ]
+            if singles and len(singles) == len(frames):
+                r.add(
+                    singles[-1],
+                    "single_frame_sampling",
+                    f"the video was sampled at a single frame only ({_what(b, singles[-1])})",
+                )
+    return lacking
+
+
+def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) -> None:
+    nodes = b.nodes
+    answer: int | None = ctx["answer"]
+    support: dict[str, Any] = ctx["support"]
+    on: set[int] = ctx["on"]
+    required: list[str] = ctx["required"]
     if answer is None:
-        if actions:
+        if ctx["actions"]:
             r.add(None, "no_final_answer", "the run ended without a final answer")
-    elif support["terms"] and not support["supported"]:
+        return
+    if lacking:
+        r.add(
+            answer,
+            "answer_without_modality",
+            f"step {answer} answered without {' or '.join(lacking)} evidence the task needs",
+        )
+    unsupported = support["terms"] and not support["supported"]
+    if unsupported:
         r.add(
             answer,
             "answer_unsupported",
@@ -124,100 +200,62 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
             "answer_value_unsupported",
             f"the final answer (step {answer}) states {vals}, which no tool output contains",
         )
-    # 3. modality branches the task needs
-    by_mod: dict[str, list[int]] = {}
-    for v in actions:
-        n = nodes[v]
-        if n["tool"] not in SETUP_TOOLS:
-            by_mod.setdefault(n["modality"], []).append(v)
-    branches: dict[str, str] = ctx["branches"]
-    for m in required:
-        steps_m = by_mod.get(m, [])
-        if m == "image":
-            steps_m = steps_m or [v for v in by_mod.get("video", []) if nodes[v]["branch"]]
-        if not steps_m:
-            r.add(None, "missing_modality_branch", f"the task needs {m} but no step processed {m}")
-            continue
-        mine = [v for v in order_nodes(nodes) if nodes[v]["branch"] and branches.get(nodes[v]["branch"]) == m]
-        if mine and not any(v in on for v in mine):
-            last = mine[-1]
+    if unsupported or support["unsupported_values"]:
+        # Steps whose results the runner did not record (a hosted web search, say) may hold what we cannot see.
+        hidden = [
+            v
+            for v in ctx["actions"]
+            if v < answer and nodes[v]["status"] == "no-output" and nodes[v]["tool"] not in SETUP_TOOLS
+        ]
+        for k, v in enumerate(reversed(hidden[-3:])):
             r.add(
-                last,
-                "modality_branch_unused",
-                f"the {m} branch ({nodes[last]['branch']}) never reached the answer; it stops at {_what(b, last)}",
+                v,
+                "unobserved_source",
+                f"{_what(b, v)} returned nothing the log shows; the unsupported answer may come from it",
+                rank=k,
             )
-        if m == "video":
-            frames = [v for v in mine if b.by_idx[v].get("tool") == "ffmpeg" and b.io[v].produced]
-            singles = [
-                v for v in frames if any(f in (b.by_idx[v].get("command") or "") for f in _SINGLE_FRAME)
-            ]
-            if singles and len(singles) == len(frames):
-                r.add(
-                    singles[-1],
-                    "single_frame_sampling",
-                    f"the video was sampled at a single frame only ({_what(b, singles[-1])})",
-                )
-    # 4. where the answer's content came from
-    if answer is not None:
-        sources = sorted(
-            {
-                s
-                for (s, d, t), (_, rule) in b.edges.items()
-                if d == answer
-                and t == "answer"
-                and rule in ("answer-value", "answer-term")
-                and nodes[s]["kind"] == "action"
-            },
-            reverse=True,
-        )
-        if required and "web" not in required:
-            webs = sorted(
-                (
-                    v
-                    for v in on
-                    if nodes[v]["kind"] == "action"
-                    and nodes[v]["modality"] == "web"
-                    and (nodes[v]["tool"] in _WEB_TOOLS)
-                ),
-                reverse=True,
-            )
-            for k, v in enumerate(webs):
-                r.add(
-                    v,
-                    "external_knowledge_on_answer_path",
-                    f"{_what(b, v)} brought outside knowledge into the answer of a {'/'.join(required)} task",
-                    rank=k,
-                )
-        for k, v in enumerate(sources):
-            r.add(v, "answer_source", f"{_what(b, v)} printed the value the final answer states", rank=3 * k)
-        media = sorted(
+    sources = sorted(
+        {
+            s
+            for (s, d, t), (_, rule) in b.edges.items()
+            if d == answer and t == "answer" and rule in _SOURCE_RULES and nodes[s]["kind"] == "action"
+        },
+        reverse=True,
+    )
+    if required and "web" not in required:
+        webs = sorted(
             (
                 v
                 for v in on
                 if nodes[v]["kind"] == "action"
-                and nodes[v]["modality"] in (required or ("audio", "video", "image", "document"))
-                and nodes[v]["status"] == "ok"
+                and nodes[v]["modality"] == "web"
+                and nodes[v]["tool"] in _WEB_TOOLS
             ),
             reverse=True,
         )
-        for k, v in enumerate(media):
+        for k, v in enumerate(webs):
             r.add(
                 v,
-                "perception_step",
-                f"{_what(b, v)} extracted the {nodes[v]['modality']} evidence the answer rests on",
+                "external_knowledge_on_answer_path",
+                f"{_what(b, v)} brought outside knowledge into the answer of a {'/'.join(required)} task",
                 rank=k,
             )
-    # 5. the first error, even when recovered
-    if ctx["errors"]:
-        v = ctx["errors"][0]
-        if nodes[v]["kind"] == "action":
-            r.add(
-                v,
-                "first_error",
-                f"first error: {_what(b, v)} ({'recovered' if v in ctx['recovered'] else 'not recovered'})",
-            )
-    return r.ranked()
-
-
-def order_nodes(nodes: dict[int, dict[str, Any]]) -> list[int]:
-    return sorted(nodes)
+    for k, v in enumerate(sources):
+        r.add(v, "answer_source", f"{_what(b, v)} printed the value the final answer states", rank=3 * k)
+    media = sorted(
+        (
+            v
+            for v in on
+            if nodes[v]["kind"] == "action"
+            and nodes[v]["modality"] in (required or _MEDIA)
+            and nodes[v]["status"] == "ok"
+        ),
+        reverse=True,
+    )
+    for k, v in enumerate(media):
+        r.add(
+            v,
+            "perception_step",
+            f"{_what(b, v)} extracted the {nodes[v]['modality']} evidence the answer rests on",
+            rank=k,
+        )

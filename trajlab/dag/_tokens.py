@@ -120,6 +120,15 @@ def values_of(text: str) -> tuple[str, ...]:
     return tuple(scan(text)[2])
 
 
+_PIECE_RE = re.compile(r"(?<![\w.])\d(?![\w.])")
+
+
+@lru_cache(maxsize=65_536)
+def pieces_of(text: str) -> tuple[str, ...]:
+    """Single digits standing alone in a command, matched only against printed one-line results."""
+    return tuple(dict.fromkeys(_PIECE_RE.findall(text)))
+
+
 _WORDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 

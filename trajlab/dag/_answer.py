@@ -1,0 +1,237 @@
+"""Answer edges: which steps' outputs the final answer rests on, and which of its values nothing supports."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import TYPE_CHECKING, Any
+
+from ._tokens import clip, scan
+
+if TYPE_CHECKING:
+    from ._build import _Builder
+
+SHORT_ANSWER_WORDS = 40
+"""Answers up to this many words are also matched word by word (names, labels, single digits)."""
+DERIVED_LOOKBACK = 8
+"""Evidence steps before the answer whose numbers may combine into an answer value (a + b, a * b...)."""
+DERIVED_MAX_NUMBERS = 16
+DERIVED_MAX_PER_OUTPUT = 6
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_PIECE_RE = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\d")
+_STOP = frozenset(
+    [
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "will",
+        "would",
+        "there",
+        "their",
+        "then",
+        "than",
+        "what",
+        "which",
+        "when",
+        "where",
+        "answer",
+        "final",
+        "therefore",
+        "because",
+        "based",
+        "into",
+        "about",
+        "after",
+        "before",
+        "these",
+        "those",
+        "they",
+        "them",
+        "also",
+        "just",
+        "only",
+        "some",
+        "such",
+        "total",
+        "value",
+        "values",
+        "result",
+        "results",
+        "number",
+        "numbers",
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "been",
+        "being",
+        "is",
+        "it",
+        "its",
+        "correct",
+        "approximately",
+        "around",
+        "roughly",
+        "likely",
+        "probably",
+        "seems",
+        "appears",
+    ]
+)
+WRITE_RULES = frozenset(
+    ["tool-write", "tool-edit", "apply-patch", "sed-in-place", "heredoc-write", "redirect", "code-write"]
+)
+
+
+def task_text(b: _Builder) -> str:
+    task = b.t.get("task") or ""
+    if not task:
+        task = next((s.get("text") or "" for s in b.steps if s.get("kind") == "user"), "")
+    return task
+
+
+def is_evidence(b: _Builder, i: int) -> bool:
+    """Steps whose output can support an answer: tool calls, orphan results, summaries, sub-agent reports."""
+    n = b.nodes[i]
+    return n["kind"] in ("action", "result", "compaction") or (
+        n["kind"] == "text" and n["agent_id"] != b.root
+    )
+
+
+def _number(v: str) -> float | None:
+    try:
+        return float(v.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _decimals(v: str) -> int:
+    return len(v.split(".", 1)[1]) if "." in v else 0
+
+
+def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[int, ...]]:
+    """Answer numbers equal to the sum, difference, product or ratio of two numbers that recent steps
+    printed (mental arithmetic on printed evidence). Outputs with many numbers are skipped."""
+    recent = [
+        i
+        for i in sorted(b.nodes, reverse=True)
+        if i < answer and b.nodes[i]["kind"] == "action" and b.nodes[i]["status"] == "ok"
+    ][:DERIVED_LOOKBACK]
+    nums: dict[float, int] = {}
+    for i in recent:
+        found_here = [v for v in scan(b.by_idx[i].get("output") or "")[2] if _number(v) is not None]
+        if len(found_here) > DERIVED_MAX_PER_OUTPUT:
+            continue  # a metadata dump (ffprobe, logs): too many numbers to tell a result from noise
+        for v in found_here:
+            x = _number(v)
+            if x is not None and x not in nums and len(nums) < DERIVED_MAX_NUMBERS:
+                nums[x] = i
+    found: dict[str, tuple[int, ...]] = {}
+    items = list(nums.items())
+    for t in targets:
+        tx = _number(t)
+        if tx is None or abs(tx) < 10:
+            continue
+        d = _decimals(t)
+
+        def hit(x: float, tx: float = tx, d: int = d) -> bool:
+            return abs(round(x, d) - tx) < 10 ** (-d) / 2
+
+        for (a, ia), (c, ic) in itertools.combinations(items, 2):
+            if hit(a + c) or hit(a * c) or hit(abs(a - c)) or (c and hit(a / c)) or (a and hit(c / a)):
+                found[t] = (ia, ic)
+                break
+    return found
+
+
+def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any]:
+    """Draw `answer` edges into the answer step; report which of its terms have support."""
+    s = b.by_idx[answer]
+    text = s.get("text") or ""
+    if b.nodes[answer]["kind"] == "action":
+        text = "\n".join(x for x in (s.get("arguments"), s.get("output")) if x)
+    text = clip(text)
+    short = len(text.split()) <= SHORT_ANSWER_WORDS
+    paths, urls, values = scan(text)
+    supported: list[str] = []
+    unsupported: list[str] = []
+    for v in values:
+        prods = [p for p in b.ix.values.get(v, ()) if p < answer and is_evidence(b, p)]
+        if prods:
+            b.edge(prods[-1], answer, "answer", f"value:{v}", "answer-value")
+            supported.append(v)
+        else:
+            unsupported.append(v)
+    if unsupported:
+        for v, srcs in _derived(b, answer, unsupported).items():
+            for src in srcs:
+                b.edge(src, answer, "answer", f"value:{v}", "answer-derived")
+            supported.append(v)
+            unsupported.remove(v)
+    for p in paths:
+        w = b.find_writer(p, answer)
+        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1], []), p, answer)
+        if src is not None:
+            b.edge(src, answer, "answer", p, "answer-path")
+            supported.append(p)
+    for u in urls:
+        src = b.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
+        if src is not None and is_evidence(b, src):
+            b.edge(src, answer, "answer", u, "answer-path")
+            supported.append(u)
+    words: list[str] = []
+    if short:
+        words = _short_answer_terms(b, answer, text, supported)
+    if not required:
+        _final_writes(b, answer)
+    return {
+        "terms": len(values) + len(paths) + len(urls) + len(words),
+        "supported": supported,
+        "unsupported_values": unsupported if short else [],
+    }
+
+
+def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str]) -> list[str]:
+    """Words of a short answer found in an output, and pieces (even one digit) an output is exactly."""
+    task = task_text(b).lower()
+    words = [
+        w for w in dict.fromkeys(_WORD_RE.findall(text)) if w.lower() not in _STOP and w.lower() not in task
+    ]
+    evid = [i for i in sorted(b.nodes) if i < answer and is_evidence(b, i)]
+    exact: dict[str, int] = {}
+    for i in evid:
+        out = (b.by_idx[i].get("output") or "").strip()
+        last = out.rsplit("\n", 1)[-1].strip()
+        if 0 < len(last) <= 40:
+            exact[last] = i
+    for piece in dict.fromkeys(_PIECE_RE.findall(text)):
+        if piece in exact and piece not in supported:
+            b.edge(exact[piece], answer, "answer", f"value:{piece}", "answer-value")
+            supported.append(piece)
+    if words:
+        outs = [(i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "").lower()) for i in evid]
+        for w in words[:20]:
+            lw = w.lower()
+            rx = re.compile(r"\b" + re.escape(lw) + r"\b")
+            src = next((i for i, o in reversed(outs) if lw in o and rx.search(o)), None)
+            if src is not None:
+                b.edge(src, answer, "answer", w, "answer-term")
+                supported.append(w)
+    return words
+
+
+def _final_writes(b: _Builder, answer: int) -> None:
+    """Code tasks: the final version of every file written and not read again is the answer (the diff)."""
+    last_writer: dict[str, int] = {}
+    for i, io in b.io.items():
+        if i < answer and b.nodes[i]["status"] not in ("error", "timeout"):
+            for path, rule in io.produced:
+                if rule in WRITE_RULES:
+                    last_writer[path] = i
+    for path, i in last_writer.items():
+        if "data" not in b.out_types[i] and "answer" not in b.out_types[i]:
+            b.edge(i, answer, "answer", path, "answer-final-write")
