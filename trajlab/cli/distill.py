@@ -10,9 +10,8 @@ import click
 from ..distill import (
     TARGETS,
     Budget,
-    ChatSettings,
+    JudgeChat,
     MineParams,
-    OpenAIChat,
     SkillStore,
     compare,
     distill,
@@ -30,7 +29,7 @@ from ..distill import (
 def _client(llm: bool, model: str | None, base_url: str | None, config: str | None, cache: Path):
     if not llm and not model:
         return None
-    return OpenAIChat(ChatSettings.resolve(model=model, base_url=base_url, config=config), cache_dir=cache)
+    return JudgeChat.resolve(model=model, base_url=base_url, config=config, cache_dir=cache)
 
 
 def _llm_options(f):

@@ -10,7 +10,7 @@ from ._features import Corpus, Example, Run, command_features, is_excluded, load
 from ._guard import ContaminationError, EvalIndex, Hit
 from ._install import TARGETS, install, new_skill_dir, rehash, render_prompt
 from ._iterate import IterateResult, RoundResult, TaskResult, empty_skill, iterate, read_tasks
-from ._llm import ChatClient, ChatSettings, LLMError, OpenAIChat, excerpt
+from ._llm import ChatClient, JudgeChat, LLMError, excerpt
 from ._mine import MineParams, Rule, category_summary, merge_rules, mine_rules
 from ._ops import EditResult, Op, apply_ops
 from ._recovery import RecoveryReport, pattern_recovery
@@ -35,7 +35,6 @@ __all__ = [
     "TARGETS",
     "Budget",
     "ChatClient",
-    "ChatSettings",
     "Comparison",
     "ContaminationError",
     "Corpus",
@@ -47,10 +46,10 @@ __all__ = [
     "Issue",
     "Item",
     "IterateResult",
+    "JudgeChat",
     "LLMError",
     "MineParams",
     "Op",
-    "OpenAIChat",
     "RecoveryReport",
     "RoundResult",
     "Rule",
