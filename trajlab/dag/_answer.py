@@ -6,7 +6,7 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import clip, scan
+from ._tokens import clip, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -153,7 +153,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     s = b.by_idx[answer]
     text = s.get("text") or ""
     if b.nodes[answer]["kind"] == "action":
-        text = "\n".join(x for x in (s.get("arguments"), s.get("output")) if x)
+        out = s.get("output") or ""
+        text = "\n".join(x for x in (s.get("arguments"), out if "diff --git" in out[:2000] else None) if x)
     text = clip(text)
     short = len(text.split()) <= SHORT_ANSWER_WORDS
     paths, urls, values = scan(text)
@@ -173,6 +174,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
             supported.append(v)
             unsupported.remove(v)
     for p in paths:
+        if p[:2] in ("a/", "b/") and ("diff --git" in text or "+++ " in text):
+            p = p[2:]  # git diff prefixes
         w = b.find_writer(p, answer)
         src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1], []), p, answer)
         if src is not None:
@@ -187,7 +190,7 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     if short:
         words = _short_answer_terms(b, answer, text, supported)
     if not required:
-        _final_writes(b, answer)
+        supported += _final_writes(b, answer)
     return {
         "terms": len(values) + len(paths) + len(urls) + len(words),
         "supported": supported,
@@ -224,14 +227,19 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
     return words
 
 
-def _final_writes(b: _Builder, answer: int) -> None:
-    """Code tasks: the final version of every file written and not read again is the answer (the diff)."""
+def _final_writes(b: _Builder, answer: int) -> list[str]:
+    """Code tasks: the final version of every file the run wrote (and did not delete) is its answer."""
     last_writer: dict[str, int] = {}
-    for i, io in b.io.items():
-        if i < answer and b.nodes[i]["status"] not in ("error", "timeout"):
-            for path, rule in io.produced:
-                if rule in WRITE_RULES:
-                    last_writer[path] = i
+    for i in sorted(b.io):
+        io = b.io[i]
+        if i >= answer or b.nodes[i]["status"] in ("error", "timeout"):
+            continue
+        for path, rule in io.produced:
+            if rule in WRITE_RULES:
+                last_writer[path] = i
+        for gone in io.deleted:
+            for path in [p for p in last_writer if same_file(p, gone)]:
+                del last_writer[path]
     for path, i in last_writer.items():
-        if "data" not in b.out_types[i] and "answer" not in b.out_types[i]:
-            b.edge(i, answer, "answer", path, "answer-final-write")
+        b.edge(i, answer, "answer", path, "answer-final-write")
+    return list(last_writer)

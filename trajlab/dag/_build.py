@@ -50,6 +50,18 @@ LAST_LINE_MAX = 24
 VALUE_TEXT_MAX = 2_000
 """Characters of a command or argument text searched for typed-in values."""
 NO_RESULT_TOOLS = frozenset(["web_search"])
+FINISH_TOOLS = frozenset(
+    [
+        "submit",
+        "finish",
+        "mark_task_complete",
+        "task_complete",
+        "attempt_completion",
+        "complete_task",
+        "final_answer",
+    ]
+)
+"""Tools that end a run by handing in the result: the last call to one is the answer step."""
 """Tools whose results runners do not log: a missing result is not an anomaly."""
 BENIGN_EXIT_1 = frozenset(["grep", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
@@ -248,8 +260,9 @@ class _Builder:
         self._structure()
         cwd: dict[str, str | None] = {}
         code: dict[str, str] = {}
+        opened: dict[str, str | None] = {}
         for s in self.steps:
-            self._node(s, cwd, code)
+            self._node(s, cwd, code, opened)
         answer = self._answer_node()
         self._demand(answer)
         for s in self.steps:
@@ -302,7 +315,13 @@ class _Builder:
                     self.batch[i] = b
                 prev = s
 
-    def _node(self, s: dict[str, Any], cwd: dict[str, str | None], code: dict[str, str]) -> None:
+    def _node(
+        self,
+        s: dict[str, Any],
+        cwd: dict[str, str | None],
+        code: dict[str, str],
+        opened: dict[str, str | None],
+    ) -> None:
         i = s["step_index"]
         kind = s.get("kind") or "system"
         nk = NODE_KINDS.get(kind, "input")
@@ -330,8 +349,15 @@ class _Builder:
         }
         self.nodes[i] = node
         if nk == "action":
-            io = step_io(s, cwd.get(agent))
+            io = step_io(s, cwd.get(agent), opened.get(agent))
             cwd[agent] = io.cwd
+            out = s.get("output") or ""
+            if out.startswith("[File: "):  # SWE-agent's editor names the open file first
+                opened[agent] = (
+                    out[7 : out.find(" (", 7) if " (" in out[:400] else out.find("]")].strip() or io.open_file
+                )
+            else:
+                opened[agent] = io.open_file
             for script in io.scripts:
                 body = (
                     io.written_code.get(script)
@@ -345,9 +371,9 @@ class _Builder:
                     io.urls += urls
             code.update(io.written_code)
             self.io[i] = io
-            node["label"] = clean_label(s.get("command")) or clean_label(
-                f"{s.get('tool_name') or tool or 'call'} {io.primary or ''}".strip()
-            )
+            node["label"] = clean_label(
+                s.get("command") or (io.value_text if io.value_text.startswith(name_of(s)) else None)
+            ) or clean_label(f"{s.get('tool_name') or tool or 'call'} {io.primary or ''}".strip())
             node["modality"] = _modality(s, io, tool)
             if (
                 s.get("output") is None
@@ -403,17 +429,7 @@ class _Builder:
         if answer is not None:
             s = self.by_idx[answer]
             texts.append(
-                (
-                    answer,
-                    "\n".join(
-                        x
-                        for x in (
-                            s.get("text"),
-                            s.get("arguments") if self.nodes[answer]["kind"] == "action" else None,
-                        )
-                        if x
-                    ),
-                )
+                (answer, "\n".join(x for x in (s.get("text"), s.get("arguments"), s.get("output")) if x))
             )
         for i, text in texts:
             ps, us, vs = scan(text[: VALUE_TEXT_MAX * 4])
@@ -726,7 +742,9 @@ class _Builder:
         texts = [
             i for i in root if self.nodes[i]["kind"] == "text" and (self.by_idx[i].get("text") or "").strip()
         ]
-        submits = [i for i in root if self.nodes[i]["kind"] == "action" and self.nodes[i]["tool"] == "submit"]
+        submits = [
+            i for i in root if self.nodes[i]["kind"] == "action" and self.nodes[i]["tool"] in FINISH_TOOLS
+        ]
         answer = None
         if final:
             head = final[:200]
@@ -739,6 +757,10 @@ class _Builder:
         if answer is not None and actions and actions[-1] > answer:
             return None  # the run went on acting after its last message: it never answered
         return answer
+
+
+def name_of(s: dict[str, Any]) -> str:
+    return (s.get("tool_name") or "\0").lower()
 
 
 def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool:

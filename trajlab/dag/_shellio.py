@@ -144,6 +144,7 @@ class ShellIO:
     edits: list[str] = field(default_factory=list)  # paths changed in place (read and written)
     written_code: dict[str, str] = field(default_factory=dict)  # script path -> its heredoc body
     lists_dir: str | None = None  # `ls D`: bare names in the output live in D
+    deleted: list[str] = field(default_factory=list)  # paths removed (`rm`, `git rm`, `unlink`)
     cwd: str | None = None  # working directory after the line (`cd` persists in most runners)
 
 
@@ -593,6 +594,9 @@ def _one(acc: _Acc, prog: str, args: list[str], sc: SimpleCommand) -> None:
     elif prog == "mkdir":
         for d in _positional(args, frozenset(["-m", "--mode"])):
             acc.produce_dir(d, "mkdir")
+    elif prog in ("rm", "unlink", "rmdir", "shred") or (prog == "git" and args[:1] == ["rm"]):
+        for f in _positional(args[1:] if prog == "git" else args):
+            acc.io.deleted.append(acc.p(f))
     elif prog == "touch":
         for f in _positional(args, frozenset(["-d", "-t", "-r"])):
             acc.produce(f, "touch")
@@ -613,6 +617,8 @@ def _one(acc: _Acc, prog: str, args: list[str], sc: SimpleCommand) -> None:
                     acc.io.edits.append(acc.p(path))
                 if kind != "delete":
                     acc.produce(path, "apply-patch")
+                else:
+                    acc.io.deleted.append(acc.p(path))
     elif prog in ("tar", "zip", "unzip", "7z"):
         _archive(acc, prog, args)
     elif prog in ("imagemagick", "sox", "pdftoppm", "pdftotext", "cwebp", "dwebp", "heif-convert"):

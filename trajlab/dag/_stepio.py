@@ -77,6 +77,22 @@ BOOKKEEPING_TOOLS = frozenset(
     ["todo", "think", "todowrite", "update_plan", "exitplanmode", "askuserquestion", "enterplanmode"]
 )
 LISTING_TOOLS = frozenset(["glob", "ls", "find", "grep"])
+ACI_COMMANDS = frozenset(
+    [
+        "open",
+        "create",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "edit",
+        "insert",
+        "append",
+        "find_file",
+        "search_file",
+        "search_dir",
+    ]
+)
+"""SWE-agent 0.x tools whose single `command` argument is the whole command line."""
 
 
 @dataclass
@@ -91,6 +107,8 @@ class StepIO:
     written_code: dict[str, str] = field(default_factory=dict)
     lists_dir: str | None = None
     cwd: str | None = None
+    open_file: str | None = None  # the file an editor-style tool (SWE-agent `open`/`edit`) works on
+    deleted: list[str] = field(default_factory=list)
     value_text: str = ""
     primary: str | None = None  # the main input (first consumed path or URL), used by the retry rule
 
@@ -119,6 +137,7 @@ def _from_shell(sio: ShellIO) -> StepIO:
         written_code=dict(sio.written_code),
         lists_dir=sio.lists_dir,
         cwd=sio.cwd,
+        deleted=list(sio.deleted),
     )
 
 
@@ -137,8 +156,9 @@ def _data_values(args: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def step_io(step: dict[str, Any], cwd: str | None) -> StepIO:
-    """Reads and writes of a tool-call step, resolving relative paths against `cwd`."""
+def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None) -> StepIO:
+    """Reads and writes of a tool-call step, resolving relative paths against `cwd`; `open_file` is
+    the file an editor-style tool has open (SWE-agent `edit` changes it without naming it)."""
     raw = step.get("arguments")
     command = step.get("command")
     tool = (step.get("tool") or "").lower()
@@ -164,6 +184,12 @@ def step_io(step: dict[str, Any], cwd: str | None) -> StepIO:
         if tool == "apply_patch" or name == "apply_patch":
             _patch(io, text, cwd)
         io.value_text = text
+        _attach_primary(io)
+        return io
+    aci = args.get("command") if len(args) == 1 else None
+    if isinstance(aci, str) and (name in ACI_COMMANDS or aci.split(None, 1)[:1] == [name]):
+        _aci(io, aci, cwd, open_file)
+        io.value_text = aci
         _attach_primary(io)
         return io
     path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str) and args[k]), None)
@@ -227,6 +253,37 @@ def _patch(io: StepIO, text: str, cwd: str | None) -> None:
             io.edits.append(p)
         if kind != "delete":
             io.produced.append((p, "apply-patch"))
+        else:
+            io.deleted.append(p)
+
+
+def _aci(io: StepIO, command: str, cwd: str | None, open_file: str | None) -> None:
+    """SWE-agent's file commands (`open F`, `create F`, `edit N:M` on the open file, `find_file`...)."""
+    first = command.partition("\n")[0]
+    words = [w.strip("\"'") for w in first.split()]
+    if not words:
+        return
+    cmd, rest = words[0], words[1:]
+    io.open_file = open_file
+    if cmd in ("open", "create") and rest:
+        p = norm_path(rest[0], cwd)
+        io.open_file = p
+        if cmd == "create":
+            io.produced.append((p, "tool-write"))
+        else:
+            io.consumed.append(p)
+    elif cmd in ("goto", "scroll_up", "scroll_down") and open_file:
+        io.consumed.append(open_file)
+    elif cmd in ("edit", "insert", "append") and open_file:
+        io.edits.append(open_file)
+        io.produced.append((open_file, "tool-edit"))
+    elif cmd in ("find_file", "search_dir") and len(rest) >= 2:
+        io.words.append(norm_path(rest[-1], cwd))
+        io.lists_dir = norm_path(rest[-1], cwd)
+    elif cmd == "search_file":
+        target = norm_path(rest[1], cwd) if len(rest) >= 2 else open_file
+        if target:
+            io.consumed.append(target)
 
 
 def _changes(io: StepIO, metadata: str | None) -> None:
