@@ -111,6 +111,8 @@ def build_skill(
     n_s = sum(r.outcome == "success" for r in scope_runs)
     n_f = len(scope_runs) - n_s
     chosen, extra = rules[:max_items], rules[max_items:]
+    # Shown in the order the steps happen in successful runs, so the Do list reads as a procedure.
+    chosen = sorted(chosen, key=lambda r: (r.position, r.p_value, r.key))
     desc = describe(scope, n_s, n_f, chosen, benchmark)
     info = WriterInfo("template")
     ops: list[Op] = template_ops(chosen)

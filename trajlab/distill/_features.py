@@ -169,7 +169,7 @@ def run_features(steps: list[dict[str, Any]]) -> dict[str, Example]:
     tools = sorted(first, key=first.__getitem__)
     for i, a in enumerate(tools):
         for b in tools[i + 1 :]:
-            add(f"order:{a}<{b}", rows_by_pos[first[b]])
+            add(f"order:{a}<{b}", rows_by_pos[first[a]])
     for tool, fails in failed_at.items():
         later_ok = [p for p in ok_at.get(tool, []) if p > fails[0]]
         if later_ok:

@@ -52,6 +52,7 @@ class Rule:
     merged: list[str] = field(default_factory=list)
     also_scopes: list[str] = field(default_factory=list)
     stale: bool = False
+    position: float = 0.5  # median relative step position of the feature in supporting runs
 
     @property
     def key(self) -> str:
@@ -124,6 +125,8 @@ def _rule(feature: str, direction: str, scope: str, runs: list[Run]) -> Rule:
     p = float(fisher_exact(table, alternative="greater")[1]) if w and n - w else 1.0
     sup = [r for r in with_f if r.outcome == good]
     con = [r for r in with_f if r.outcome != good]
+    pos = sorted(r.features[feature].step_index / max(r.n_steps, 1) for r in sup)
+    position = pos[len(pos) // 2] if pos else 0.5
     return Rule(
         feature=feature,
         direction=direction,
@@ -139,6 +142,7 @@ def _rule(feature: str, direction: str, scope: str, runs: list[Run]) -> Rule:
         contradicting=[r.trajectory_id for r in con],
         examples=[r.features[feature] for r in sup[:3]],
         counter_examples=[r.features[feature] for r in con[:2]],
+        position=round(position, 4),
     )
 
 
@@ -178,7 +182,19 @@ def _dedupe(rules: list[Rule], runs_with: dict[str, set[str]], params: MineParam
         best = min(c, key=lambda r: (FAMILY_PRIORITY.get(r.family, 9), r.p_value, r.key))
         best.merged = sorted(x.feature for x in c if x is not best)
         kept.append(best)
-    return sorted(kept, key=_rank_key)
+    # `flag:P X` and its specialisation `flag:P X v` say the same thing: keep the better supported one.
+    by_feature = {r.feature: r for r in kept}
+    drop: set[str] = set()
+    for r in kept:
+        if r.family != "flag" or r.value.count(" ") < 2:
+            continue
+        parent = by_feature.get("flag:" + r.value.rsplit(" ", 1)[0])
+        if parent is None or parent.feature in drop or r.feature in drop:
+            continue
+        loser, winner = (parent, r) if _rank_key(r) < _rank_key(parent) else (r, parent)
+        drop.add(loser.feature)
+        winner.merged = sorted({*winner.merged, loser.feature, *loser.merged})
+    return sorted((r for r in kept if r.feature not in drop), key=_rank_key)
 
 
 def mine_rules(corpus: Corpus, params: MineParams | None = None) -> list[Rule]:

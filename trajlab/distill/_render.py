@@ -168,7 +168,8 @@ def new_skill(name: str, scope: str, description: str, n_s: int, n_f: int, lab: 
     title = "Distilled guidance: " + ("all tasks" if scope == "all" else scope_label(scope))
     intro = (
         f"Lessons mined by contrasting {n_s} successful and {n_f} failed runs (lab `{lab}`). "
-        "Follow the Do list in order; each item says how strongly the logs back it."
+        "The Do list follows the order in which successful runs took these steps; each item says how "
+        "strongly the logs back it (full evidence in references/)."
     )
     sk = Skill(name=name, description=description, title=title, intro=intro)
     for t in (SECTION_DO, SECTION_AVOID, SECTION_RECOVER, SECTION_MODES):
