@@ -93,6 +93,12 @@ class LLMJudge:
             ]
         ]
 
+    def schemas_for(self, rendering: Rendering) -> list[dict[str, Any]]:
+        """The answer schema of each request: step numbers limited to the steps the request shows."""
+        if rendering.windowed:
+            return [answer_schema(self.tax, True, sorted(w.step_indexes)) for w in rendering.windows]
+        return [answer_schema(self.tax, False, sorted(rendering.step_indexes))]
+
     def render(self, view: TrajectoryView) -> Rendering:
         return render_trajectory(view, self.render_options)
 
@@ -102,8 +108,7 @@ class LLMJudge:
         if r.too_long:
             return r, []
         out = []
-        schema = self.schema_windowed if r.windowed else self.schema
-        for msgs in self.messages_for(r):
+        for msgs, schema in zip(self.messages_for(r), self.schemas_for(r)):
             tokens = sum(estimate_tokens(m["content"]) for m in msgs) + 8
             cached = False
             if self.client is not None and self.client.cache is not None:
@@ -126,8 +131,7 @@ class LLMJudge:
         valid = view.step_indexes
         out = Outcome(tid, "error", windows=len(r.windows) or 1, rendering=r)
         answers: list[tuple[int, Answer]] = []
-        schema = self.schema_windowed if r.windowed else self.schema
-        for k, msgs in enumerate(self.messages_for(r)):
+        for k, (msgs, schema) in enumerate(zip(self.messages_for(r), self.schemas_for(r))):
             try:
                 ans, problems = self._ask(msgs, schema, valid, texts, r.windowed, use_cache, out)
             except LLMRequestError as e:

@@ -18,13 +18,18 @@ MAX_QUOTE = 200
 MAX_EVIDENCE = 5
 
 
-def answer_schema(tax: Taxonomy, windowed: bool = False) -> dict[str, Any]:
-    """JSON schema of one answer (the `response_format` sent to the endpoint)."""
+def answer_schema(tax: Taxonomy, windowed: bool = False, steps: list[int] | None = None) -> dict[str, Any]:
+    """JSON schema of one answer (the `response_format` sent to the endpoint).
+
+    With `steps`, step numbers are restricted to those steps, so a server that enforces the schema
+    (llama.cpp, vLLM, OpenAI structured outputs) cannot cite a step that does not exist.
+    """
     ids = tax.category_ids
+    step: dict[str, Any] = {"type": "integer", "enum": steps} if steps else {"type": "integer", "minimum": 0}
     props: dict[str, Any] = {
         "primary_category": {"type": "string", "enum": ids},
         "secondary_categories": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": 3},
-        "decisive_step": {"type": "integer", "minimum": 0},
+        "decisive_step": step,
         "evidence": {
             "type": "array",
             "minItems": 1,
@@ -32,7 +37,7 @@ def answer_schema(tax: Taxonomy, windowed: bool = False) -> dict[str, Any]:
             "items": {
                 "type": "object",
                 "properties": {
-                    "step": {"type": "integer", "minimum": 0},
+                    "step": step,
                     "quote": {"type": "string", "maxLength": MAX_QUOTE},
                 },
                 "required": ["step", "quote"],

@@ -233,7 +233,8 @@ class _Renderer:
             err += f" (+{len(failed) - 30} more)"
         lines.append(f"Steps: {len(self.v.steps)} ({n_calls} tool calls{err})")
         lines += self._dag_lines()
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        return redact(text) if self.o.redact else text  # defence in depth: labels and reasons quote commands
 
     def _dag_lines(self) -> list[str]:
         v = self.v
@@ -263,7 +264,8 @@ class _Renderer:
             out.append("Automatic signals from the step graph (heuristics, may be wrong):")
             for c in cands:
                 where = f"#{c['step_index']}" if c.get("step_index") is not None else "(missing step)"
-                out.append(f"  - {where}: {c.get('reason') or c.get('signal') or ''}".rstrip())
+                reason = self.clean(-2, f"cand{where}", str(c.get("reason") or c.get("signal") or ""))
+                out.append(f"  - {where}: {_cut(reason, (300, 0))}".rstrip())
         return out
 
 
