@@ -155,3 +155,58 @@ def test_contradicted_old_rule_is_dropped(tmp_path: Path) -> None:
         (out / "distilled-general" / "references" / "provenance.json").read_text(encoding="utf-8")
     )
     assert "do|all|use:ffprobe" not in {r["key"] for r in prov["rules"]}
+
+
+def test_failure_modes_from_labels_and_flag_dedupe(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from trajlab.store import Lab
+
+    runs = []
+    for i in range(6):
+        runs.append((traj(f"s{i}", "success"), ["whisper a.wav --model small", OCR]))
+        runs.append((traj(f"f{i}", "failure"), ["whisper a.wav --model tiny", OCR]))
+    make_lab(tmp_path / "lab", runs)
+    now = datetime(2026, 10, 2, tzinfo=timezone.utc)
+    with Lab.open(tmp_path / "lab").write("labels") as txn:
+        txn.append(
+            "judge_labels",
+            [
+                {
+                    "label_id": f"jl{i}",
+                    "trajectory_id": f"f{i}",
+                    "judge": "rules",
+                    "taxonomy_id": "omni-failure",
+                    "taxonomy_version": "1",
+                    "status": "labeled",
+                    "category": "audio_perception",
+                    "created_at": now,
+                }
+                for i in range(6)
+            ],
+        )
+        txn.append(
+            "gold_labels",
+            [
+                {
+                    "trajectory_id": "f0",
+                    "taxonomy_id": "omni-failure",
+                    "taxonomy_version": "1",
+                    "category": "tool_infrastructure",
+                    "method": "adjudicated",
+                    "created_at": now,
+                }
+            ],
+        )
+    res = distill(tmp_path / "out", lab=tmp_path / "lab", params=P, progress=False)
+    keys = [r.key for r in res.rules]
+    # `--model` alone does not separate outcomes; its values do, and each pair is merged into one rule
+    assert "do|all|flag:whisper --model small" in keys and "avoid|all|flag:whisper --model tiny" in keys
+    assert not any(k.endswith("flag:whisper --model") for k in keys)
+    prov = json.loads((tmp_path / "out" / "distilled-general" / "references" / "provenance.json").read_text())
+    modes = {m["category"]: m["failures"] for m in prov["failure_modes"]}
+    assert modes == {"audio_perception": 5, "tool_infrastructure": 1}  # gold label wins over the judge's
+    assert prov["label_sources"] == {"judge": 6, "gold": 1}
+    text = (tmp_path / "out" / "distilled-general" / "SKILL.md").read_text()
+    assert "## Failure modes seen" in text and "`audio_perception`: 5 of 6 labeled failures" in text
+    assert "`whisper --model tiny`" in text
