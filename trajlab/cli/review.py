@@ -235,7 +235,10 @@ def agreement_cmd(lab, k, taxonomy_id, as_json) -> None:
 @click.option("--no-write", is_flag=True, help="Report only; leave predicted_labels unchanged.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def propagate_cmd(lab, taxonomy, control, no_write, seed, as_json) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def propagate_cmd(lab, taxonomy, control, no_write, seed, as_json, quiet) -> None:
     """Train on reviewed labels, report cross-validated accuracy, predict unreviewed failures."""
-    report = propagate(Lab.open(lab), taxonomy, write=not no_write, control=control, seed=seed)
+    report = propagate(
+        Lab.open(lab), taxonomy, write=not no_write, control=control, seed=seed, progress=not quiet
+    )
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())

@@ -153,7 +153,7 @@ def _frame(lab: Lab, ids: list[str]) -> Any:
     return pd.DataFrame({"feats": [feats[t] for t in ids], "text": [texts[t] for t in ids]}, index=ids)
 
 
-def cross_validate(X: Any, y: list[str], seed: int = 0, folds: int = 5) -> tuple[int, Any]:
+def cross_validate(X: Any, y: list[str], seed: int = 0, folds: int = 5, bar: Any = None) -> tuple[int, Any]:
     """(folds used, out-of-fold predictions) of the calibrated model."""
     from sklearn.model_selection import StratifiedKFold
 
@@ -164,6 +164,8 @@ def cross_validate(X: Any, y: list[str], seed: int = 0, folds: int = 5) -> tuple
     for train, test in skf.split(np.zeros(len(y)), y_arr):
         m = CalibratedModel(seed).fit(X.iloc[train], y_arr[train])
         pred[test] = m.predict(X.iloc[test])
+        if bar is not None:
+            bar.update(1)
     return k, pred
 
 
@@ -176,6 +178,7 @@ def propagate(
     seed: int = 0,
     min_per_class: int = 3,
     folds: int = 5,
+    progress: bool = False,
 ) -> PropagationReport:
     """Train on reviewed labels (or `labels`: trajectory -> category), cross-validate, and predict
     the failed or judged trajectories that have no reviewed label."""
@@ -183,7 +186,7 @@ def propagate(
 
     # Tiny dense problems: BLAS threads only add contention.
     with threadpool_limits(1):
-        return _propagate(lab, taxonomy, labels, write, control, seed, min_per_class, folds)
+        return _propagate(lab, taxonomy, labels, write, control, seed, min_per_class, folds, progress)
 
 
 def _propagate(
@@ -195,6 +198,7 @@ def _propagate(
     seed: int,
     min_per_class: int,
     folds: int,
+    progress: bool,
 ) -> PropagationReport:
     from sklearn.metrics import accuracy_score, f1_score
 
@@ -217,15 +221,23 @@ def _propagate(
     ids = list(train)
     y = [train[t] for t in ids]
     X = _frame(lab, ids)
-    k, pred = cross_validate(X, y, seed, folds)
+    from tqdm import tqdm
+
+    n_folds = max(2, min(folds, min(Counter(y).values())))
+    bar = tqdm(
+        total=n_folds * (2 if control else 1) + 1, desc="propagate: fits", unit="fit", disable=not progress
+    )
+    k, pred = cross_validate(X, y, seed, folds, bar)
     per_class = f1_score(y, list(pred), labels=classes, average=None, zero_division=0)
     control_acc = None
     if control:
         rng = np.random.default_rng(seed)
         shuffled = list(rng.permutation(y))
-        _, cpred = cross_validate(X, shuffled, seed, folds)
+        _, cpred = cross_validate(X, shuffled, seed, folds, bar)
         control_acc = float(accuracy_score(shuffled, list(cpred)))
     model = CalibratedModel(seed).fit(X, np.asarray(y))
+    bar.update(1)
+    bar.close()
     judged = {r for r in lab.read("judge_labels", ["trajectory_id"]).column("trajectory_id").to_pylist()}
     targets = sorted(
         r["trajectory_id"]
