@@ -101,6 +101,8 @@ def annotations_group() -> None:
 def validate_cmd(lab, annotations_dir, dataset, taxonomy) -> None:
     """List every problem of a dataset (with LAB: also unknown trajectories and steps)."""
     store = AnnotationStore(annotations_dir, dataset)
+    if not store.files():
+        click.echo(f"no annotation files in {store.folder}")
     problems = store.validate(Lab.open(lab) if lab else None, taxonomy)
     for p in problems:
         click.echo(str(p))

@@ -103,6 +103,11 @@ class AgreementReport:
         def f(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.3f}"
 
+        if not self.raters:
+            return (
+                "no labels to compare: run `trajlab judge LAB` and load reviews with "
+                "`trajlab annotations load LAB`"
+            )
         lines = [
             f"taxonomy {self.taxonomy_id}: {self.n_items} trajectories, raters: "
             + ", ".join(f"{r} ({k})" for r, k in self.raters.items()),
