@@ -2,19 +2,25 @@
 
 A call is either one of the runner's own tools (Read, apply_patch, web_search, view_image, ...) or a
 shell command. Shell commands are parsed (see `_shell`) rather than substring-matched: wrappers such as
-`bash -lc '...'`, `sudo`, `env A=1`, `timeout 30`, `nohup`, `xargs` are looked through, `python -m pip`
-is pip, `python -m whisper` is whisper, and every program of a pipeline is listed.
+`bash -lc '...'`, `sudo`, `env A=1`, `timeout 30`, `nohup`, `xargs`, `find -exec` and shell keywords
+(`for ...; do whisper "$f"; done`) are looked through, `python -m pip` is pip, `python -m whisper` is
+whisper, and every program of a pipeline or `$(...)` is listed in `programs`.
+
+The tool of a command line is its most telling program: a media program (ffmpeg, whisper, tesseract...)
+over a network program, installer, interpreter or build tool, over any other program, over trivial
+builtins (cd, echo, export...); the first one of the best rank wins.
 
 The modality rules, in order:
 1. runner tools with a fixed modality (web_search -> web, view_image -> image, Read/Write/Edit -> file,
    or the file's extension when it names media);
 2. audio programs (whisper, sox, ...) -> audio; image programs (tesseract, imagemagick, ...) -> image;
-   network programs (curl, wget, yt-dlp, pip/apt/npm install) -> web;
+   network programs (curl, wget, yt-dlp, git clone, pip/apt/npm install) -> web;
 3. ffmpeg/ffprobe -> by file extensions: audio output or `-vn` -> audio; video input -> video;
    audio input -> audio; image input -> image;
 4. interpreters (python, node, ...) -> the media modality of any media file argument or of the libraries
-   an inline script imports (whisper -> audio, cv2 -> video, PIL/pytesseract -> image), else compute;
-5. file utilities (cat, ls, grep, sed, ...) -> file; anything else -> compute.
+   an inline script or here-document imports (whisper -> audio, cv2 -> video, PIL -> image), else compute;
+5. file utilities (cat, ls, grep, sed, git ...) -> file (cp/mv/ls/stat of a media file -> that medium);
+   anything else -> compute.
 """
 
 from __future__ import annotations
@@ -24,319 +30,45 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ._shell import SimpleCommand, parse_shell
+import orjson
 
-AUDIO_EXT = frozenset(["wav", "mp3", "flac", "m4a", "aac", "ogg", "opus", "wma", "aiff", "aif", "amr"])
-VIDEO_EXT = frozenset(["mp4", "mkv", "webm", "mov", "avi", "flv", "wmv", "m4v", "mpeg", "mpg", "ts", "3gp"])
-IMAGE_EXT = frozenset(
-    ["png", "jpg", "jpeg", "gif", "bmp", "tiff", "tif", "webp", "heic", "svg", "ppm", "pgm"]
+from ._lexicon import (
+    ALIASES,
+    AUDIO_EXT,
+    AUDIO_PROGRAMS,
+    BUILD_TOOLS,
+    COMMAND_KEYS,
+    EXT_RE,
+    FILE_PROGRAMS,
+    GIT_WEB_VERBS,
+    IMAGE_EXT,
+    IMAGE_PROGRAMS,
+    INSTALL_VERBS,
+    INSTALLERS,
+    INTERPRETERS,
+    KEYWORDS_NOT_COMMAND,
+    KEYWORDS_PREFIX,
+    MEDIA_FILE_PROGRAMS,
+    PATH_KEYS,
+    PY_IMPORT_MODALITY,
+    PY_MODULES,
+    PY_OPTIONS_WITH_VALUE,
+    PYTHON_TOOLS,
+    RUNNER_TOOLS,
+    SHELL_TOOLS,
+    SHELLS,
+    TRIVIAL,
+    VIDEO_EXT,
+    VIDEO_PROGRAMS,
+    WEB_PROGRAMS,
+    WRAPPERS_SIMPLE,
 )
-DOC_EXT = frozenset(["pdf", "docx", "doc", "pptx", "xlsx", "csv", "txt", "md", "json", "srt", "vtt", "html"])
+from ._shell import parse_shell
 
-AUDIO_PROGRAMS = frozenset(
-    [
-        "whisper",
-        "sox",
-        "soxi",
-        "arecord",
-        "aplay",
-        "lame",
-        "flac",
-        "mpg123",
-        "audiowaveform",
-        "praat",
-        "vosk",
-        "deepspeech",
-        "aubio",
-        "librosa",
-    ]
-)
-IMAGE_PROGRAMS = frozenset(
-    ["tesseract", "imagemagick", "magick", "convert", "identify", "exiftool", "zbarimg", "gm"]
-)
-WEB_PROGRAMS = frozenset(
-    [
-        "curl",
-        "wget",
-        "yt-dlp",
-        "youtube-dl",
-        "http",
-        "httpie",
-        "aria2c",
-        "lynx",
-        "w3m",
-        "gh",
-        "ssh",
-        "scp",
-        "rsync",
-        "git-clone",
-    ]
-)
-INSTALLERS = frozenset(
-    [
-        "pip",
-        "apt",
-        "apt-get",
-        "npm",
-        "yarn",
-        "pnpm",
-        "conda",
-        "brew",
-        "cargo",
-        "gem",
-        "uv",
-        "apk",
-        "dnf",
-        "yum",
-    ]
-)
-INTERPRETERS = frozenset(
-    [
-        "python",
-        "node",
-        "deno",
-        "bun",
-        "ruby",
-        "perl",
-        "php",
-        "julia",
-        "r",
-        "rscript",
-        "lua",
-        "java",
-        "go",
-        "bc",
-        "dc",
-        "awk",
-        "gawk",
-        "jq",
-    ]
-)
-FILE_PROGRAMS = frozenset(
-    [
-        "cat",
-        "ls",
-        "head",
-        "tail",
-        "grep",
-        "rg",
-        "egrep",
-        "fgrep",
-        "sed",
-        "find",
-        "fd",
-        "tree",
-        "wc",
-        "sort",
-        "uniq",
-        "cut",
-        "tr",
-        "diff",
-        "cp",
-        "mv",
-        "rm",
-        "mkdir",
-        "rmdir",
-        "touch",
-        "chmod",
-        "chown",
-        "ln",
-        "stat",
-        "file",
-        "du",
-        "df",
-        "less",
-        "more",
-        "nl",
-        "tee",
-        "xxd",
-        "od",
-        "strings",
-        "basename",
-        "dirname",
-        "realpath",
-        "readlink",
-        "zip",
-        "unzip",
-        "tar",
-        "gzip",
-        "gunzip",
-        "xz",
-        "bzip2",
-        "7z",
-        "patch",
-        "apply_patch",
-        "pwd",
-        "cd",
-        "echo",
-        "printf",
-    ]
-)
-TRIVIAL = frozenset(
-    [
-        "cd",
-        "echo",
-        "printf",
-        "export",
-        "set",
-        "unset",
-        "true",
-        "false",
-        "source",
-        ".",
-        "pwd",
-        "sleep",
-        "exit",
-        "return",
-        "read",
-        "wait",
-        "clear",
-    ]
-)
-WRAPPERS_SIMPLE = frozenset(
-    [
-        "nohup",
-        "exec",
-        "command",
-        "builtin",
-        "time",
-        "nice",
-        "ionice",
-        "stdbuf",
-        "caffeinate",
-        "unbuffer",
-        "chronic",
-    ]
-)
-SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh", "fish"])
-
-_ALIASES = {
-    "python3": "python",
-    "py": "python",
-    "ipython": "python",
-    "pip3": "pip",
-    "nodejs": "node",
-    "whisper-ctranslate2": "whisper",
-    "faster-whisper": "whisper",
-    "whisper-cli": "whisper",
-    "whisper.cpp": "whisper",
-    "whisperx": "whisper",
-    "insanely-fast-whisper": "whisper",
-    "openai-whisper": "whisper",
-    "youtube-dl": "yt-dlp",
-    "yt_dlp": "yt-dlp",
-    "rg": "grep",
-    "egrep": "grep",
-    "fgrep": "grep",
-    "gawk": "awk",
-    "magick": "imagemagick",
-    "convert": "imagemagick",
-    "identify": "imagemagick",
-    "apt-get": "apt",
-    "pytesseract": "tesseract",
-}
-_PY_MODULES = {
-    "pip": "pip",
-    "whisper": "whisper",
-    "faster_whisper": "whisper",
-    "whisperx": "whisper",
-    "yt_dlp": "yt-dlp",
-    "http.server": "python",
-    "pytest": "pytest",
-    "venv": "python",
-    "json.tool": "python",
-}
-_PY_IMPORT_MODALITY = [
-    (
-        re.compile(
-            r"\b(whisper|faster_whisper|whisperx|librosa|soundfile|pydub|torchaudio|speech_recognition|vosk)\b"
-        ),
-        "audio",
-    ),
-    (re.compile(r"\b(cv2|moviepy|decord|av|imageio_ffmpeg|VideoCapture|ffmpeg)\b"), "video"),
-    (re.compile(r"\b(PIL|pytesseract|easyocr|skimage|Image\.open)\b"), "image"),
-    (re.compile(r"\b(requests|urllib|httpx|aiohttp|bs4|selenium|playwright)\b"), "web"),
-]
-_EXT_RE = re.compile(r"\.([A-Za-z0-9]{2,5})(?:$|[\"'\s:?#)\]])")
-
-# Runner tools (lower-cased name) -> (normalized tool, modality or None to derive from a path argument).
-RUNNER_TOOLS: dict[str, tuple[str, str | None]] = {
-    "read": ("read", None),
-    "read_file": ("read", None),
-    "view": ("read", None),
-    "write": ("write", None),
-    "write_file": ("write", None),
-    "create_file": ("write", None),
-    "edit": ("edit", None),
-    "multiedit": ("edit", None),
-    "str_replace_editor": ("edit", None),
-    "str_replace_based_edit_tool": ("edit", None),
-    "edit_file": ("edit", None),
-    "notebookedit": ("edit", None),
-    "apply_patch": ("apply_patch", "file"),
-    "glob": ("glob", "file"),
-    "grep": ("grep", "file"),
-    "ls": ("ls", "file"),
-    "list_dir": ("ls", "file"),
-    "find_file": ("find", "file"),
-    "search_file": ("grep", "file"),
-    "search_dir": ("grep", "file"),
-    "open": ("read", None),
-    "goto": ("read", "file"),
-    "scroll_down": ("read", "file"),
-    "scroll_up": ("read", "file"),
-    "create": ("write", None),
-    "web_search": ("web_search", "web"),
-    "websearch": ("web_search", "web"),
-    "web_search_call": ("web_search", "web"),
-    "search": ("web_search", "web"),
-    "google_search": ("web_search", "web"),
-    "webfetch": ("web_fetch", "web"),
-    "web_fetch": ("web_fetch", "web"),
-    "fetch": ("web_fetch", "web"),
-    "browse": ("browser", "web"),
-    "browser": ("browser", "web"),
-    "web_browser": ("browser", "web"),
-    "view_image": ("image_read", "image"),
-    "image_read": ("image_read", "image"),
-    "read_image": ("image_read", "image"),
-    "look_at_image": ("image_read", "image"),
-    "task": ("subagent", "compute"),
-    "agent": ("subagent", "compute"),
-    "spawn_agent": ("subagent", "compute"),
-    "todowrite": ("todo", "compute"),
-    "update_plan": ("todo", "compute"),
-    "think": ("think", "compute"),
-    "finish": ("submit", "compute"),
-    "submit": ("submit", "compute"),
-    "python": ("python", "compute"),
-    "execute_python": ("python", "compute"),
-    "run_ipython": ("python", "compute"),
-    "ipython": ("python", "compute"),
-    "calculator": ("calculator", "compute"),
-}
-# Runner tools whose argument is a shell command line, and the argument keys that may hold it.
-SHELL_TOOLS = frozenset(
-    [
-        "bash",
-        "shell",
-        "shell_command",
-        "exec_command",
-        "local_shell_call",
-        "execute_bash",
-        "execute_command",
-        "run_command",
-        "run_shell_command",
-        "terminal",
-        "bash_command",
-        "command_execution",
-        "run",
-        "cmd",
-        "container.exec",
-    ]
-)
-COMMAND_KEYS = ("command", "cmd", "keystrokes", "code", "script", "input", "chars")
-PATH_KEYS = ("file_path", "path", "filePath", "filename", "file", "notebook_path", "image_path", "url")
+MAX_DEPTH = 6  # nested wrappers / `bash -c` levels looked through
+_VERSIONED = re.compile(r"(python|pip|node|ruby|perl|php)[\d.]*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", flags=re.S)
+_PLAIN_ARG = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
 @dataclass(frozen=True)
@@ -349,16 +81,16 @@ class ToolInfo:
 
 def program_name(word: str) -> str:
     base = word.rsplit("/", 1)[-1].lower()
-    if base in _ALIASES:
-        return _ALIASES[base]
-    m = re.fullmatch(r"(python|pip|node|ruby|perl|php)[\d.]*", base)
+    if base in ALIASES:
+        return ALIASES[base]
+    m = _VERSIONED.fullmatch(base)
     if m:
-        return _ALIASES.get(m.group(1), m.group(1))
+        return ALIASES.get(m.group(1), m.group(1))
     return base
 
 
 def _skip_assignments(argv: list[str], i: int) -> int:
-    while i < len(argv) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[i], flags=re.S):
+    while i < len(argv) and _ASSIGNMENT.fullmatch(argv[i]):
         i += 1
     return i
 
@@ -371,18 +103,23 @@ def _skip_options(argv: list[str], i: int, with_value: frozenset[str] = frozense
     return i
 
 
-def _resolve(argv: list[str], depth: int = 0) -> list[tuple[str, list[str]]]:
+Resolved = list[tuple[str, list[str]]]
+
+
+def _resolve(argv: list[str], depth: int = 0) -> Resolved:
     """Programs run by one simple command: [(program, its args)], looking through wrappers."""
     i = _skip_assignments(argv, 0)
-    if i >= len(argv) or depth > 6:
+    while i < len(argv) and argv[i] in KEYWORDS_PREFIX:
+        i = _skip_assignments(argv, i + 1)
+    if i >= len(argv) or depth > MAX_DEPTH or argv[i] in KEYWORDS_NOT_COMMAND:
         return []
     prog = program_name(argv[i])
     rest = argv[i + 1 :]
-    if prog == "sudo" or prog == "doas":
+    if prog in ("sudo", "doas"):
         j = _skip_options(rest, 0, frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}))
         return _resolve(rest[j:], depth + 1)
     if prog == "env":
-        j = _skip_options(rest, 0, frozenset({"-u", "-C", "-S"}))
+        j = _skip_options(rest, 0, frozenset({"-u", "-C", "-S", "--unset", "--chdir"}))
         return _resolve(rest[j:], depth + 1)
     if prog == "timeout":
         j = _skip_options(rest, 0, frozenset({"-k", "-s", "--signal", "--kill-after"}))
@@ -393,6 +130,13 @@ def _resolve(argv: list[str], depth: int = 0) -> list[tuple[str, list[str]]]:
     if prog == "xargs":
         j = _skip_options(rest, 0, frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"}))
         return [("xargs", rest), *_resolve(rest[j:], depth + 1)]
+    if prog == "find":
+        out: Resolved = [("find", rest)]
+        for k, a in enumerate(rest):
+            if a in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((m for m in range(k + 1, len(rest)) if rest[m] in (";", "+")), len(rest))
+                out += _resolve(rest[k + 1 : end], depth + 1)
+        return out
     if prog in ("uv", "poetry", "pipenv", "conda", "mamba", "pixi") and rest[:1] == ["run"]:
         j = _skip_options(rest, 1, frozenset({"-n", "--name", "-p", "--prefix", "--with"}))
         return _resolve(rest[j:], depth + 1)
@@ -401,52 +145,45 @@ def _resolve(argv: list[str], depth: int = 0) -> list[tuple[str, list[str]]]:
         return _resolve(rest[j:], depth + 1)
     if prog in SHELLS:
         for k, a in enumerate(rest):
-            if a.startswith("-") and "c" in a[1:] and not a.startswith("--"):
+            if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
                 if k + 1 < len(rest):
                     return [
-                        prog_args
-                        for sc in parse_shell(rest[k + 1]).commands
-                        for prog_args in _resolve(sc.argv, depth + 1)
+                        pa for sc in parse_shell(rest[k + 1]).commands for pa in _resolve(sc.argv, depth + 1)
                     ]
-                return [(prog, rest)]
+                break
         return [(prog, rest)]
-    if prog == "python" or prog.startswith("python"):
+    if prog == "python":
         j = 0
-        while j < len(rest) and rest[j].startswith("-"):
+        while j < len(rest) and rest[j].startswith("-") and rest[j] != "-":
             if rest[j] == "-m" and j + 1 < len(rest):
                 mod = rest[j + 1]
-                target = _PY_MODULES.get(mod, _PY_MODULES.get(mod.split(".")[0]))
+                target = PY_MODULES.get(mod, PY_MODULES.get(mod.split(".")[0]))
                 if target and target != "python":
                     return [(target, rest[j + 2 :])]
                 return [("python", rest)]
             if rest[j] == "-c":
                 break
-            j += 1
+            j += 2 if rest[j] in PY_OPTIONS_WITH_VALUE else 1
         return [("python", rest)]
-    if prog in ("pip",):
-        return [("pip", rest)]
     return [(prog, rest)]
 
 
 def _ext(word: str) -> str | None:
-    m = _EXT_RE.search(word + " ")
+    m = EXT_RE.search(word + " ")
     return m.group(1).lower() if m else None
 
 
 def _media_of_words(words: list[str]) -> str | None:
-    found = {"audio": False, "video": False, "image": False}
+    found = set()
     for w in words:
         e = _ext(w)
         if e in VIDEO_EXT:
-            found["video"] = True
+            found.add("video")
         elif e in AUDIO_EXT:
-            found["audio"] = True
+            found.add("audio")
         elif e in IMAGE_EXT:
-            found["image"] = True
-    for m in ("video", "audio", "image"):
-        if found[m]:
-            return m
-    return None
+            found.add("image")
+    return next((m for m in ("video", "audio", "image") if m in found), None)
 
 
 def _ffmpeg_modality(args: list[str]) -> str:
@@ -461,72 +198,78 @@ def _ffmpeg_modality(args: list[str]) -> str:
     return in_media or "video"
 
 
+def _code_modality(code: str | None) -> str | None:
+    if code:
+        for rx, mod in PY_IMPORT_MODALITY:
+            if rx.search(code):
+                return mod
+    return None
+
+
 def _program_modality(prog: str, args: list[str], script: str | None) -> str:
     if prog in AUDIO_PROGRAMS:
         return "audio"
-    if prog in ("ffmpeg", "ffprobe", "ffplay", "mediainfo"):
+    if prog in VIDEO_PROGRAMS:
         return _ffmpeg_modality(args)
     if prog in IMAGE_PROGRAMS:
         return "image"
-    if prog in WEB_PROGRAMS:
+    if prog in WEB_PROGRAMS or (prog == "git" and args[:1] and args[0] in GIT_WEB_VERBS):
         return "web"
     if prog in INSTALLERS:
-        return (
-            "web"
-            if any(a in ("install", "add", "i", "download", "update", "upgrade") for a in args)
-            else "compute"
-        )
-    if prog in INTERPRETERS or prog in ("pytest", "make", "cargo", "gcc", "g++", "javac", "tsc"):
+        return "web" if any(a in INSTALL_VERBS for a in args) else "compute"
+    if prog in INTERPRETERS or prog in BUILD_TOOLS:
         media = _media_of_words(args)
         if media:
             return media
-        code = script if script is not None else ""
+        code = script or ""
         if prog == "python" and "-c" in args:
             k = args.index("-c")
             code += args[k + 1] if k + 1 < len(args) else ""
-        for rx, mod in _PY_IMPORT_MODALITY:
-            if code and rx.search(code):
-                return mod
-        return "compute"
-    if prog in FILE_PROGRAMS or prog == "git":
-        media = _media_of_words(args) if prog in ("cp", "mv", "ls", "file", "stat") else None
-        return media or "file"
+        return _code_modality(code) or "compute"
+    if prog in FILE_PROGRAMS:
+        return (_media_of_words(args) if prog in MEDIA_FILE_PROGRAMS else None) or "file"
     return "compute"
 
 
-@lru_cache(maxsize=131_072)
+def _rank(prog: str, args: list[str]) -> int:
+    """Lower is more telling: media programs, then network/interpreters/builds, then the rest."""
+    if prog in AUDIO_PROGRAMS or prog in VIDEO_PROGRAMS or prog in IMAGE_PROGRAMS:
+        return 0
+    if (
+        prog in WEB_PROGRAMS
+        or prog in INSTALLERS
+        or prog in INTERPRETERS
+        or prog in BUILD_TOOLS
+        or (prog == "git" and args[:1] and args[0] in GIT_WEB_VERBS)
+    ):
+        return 1
+    if prog in TRIVIAL or prog == "xargs":
+        return 3
+    return 2
+
+
+@lru_cache(maxsize=65_536)
 def analyze_command(command: str) -> ToolInfo:
     """Programs, main tool and modality of a shell command line."""
-    parsed = parse_shell(command)
-    resolved: list[tuple[str, list[str], SimpleCommand]] = []
-    for sc in parsed.commands:
+    resolved: list[tuple[str, list[str], list[str], bool]] = []  # (prog, args, heredocs, has redirect)
+    for sc in parse_shell(command).commands:
         for prog, args in _resolve(sc.argv):
-            resolved.append((prog, args, sc))
+            resolved.append((prog, args, sc.heredocs, bool(sc.redirects)))
         for sub in sc.substitutions:
             for sc2 in parse_shell(sub).commands:
                 for prog, args in _resolve(sc2.argv):
-                    resolved.append((prog, args, sc2))
-    programs = tuple(p for p, _, _ in resolved)
-    # Writing a script with `cat > f <<EOF` is preparation; the program that runs next is the tool.
-    candidates = [(p, a, sc) for p, a, sc in resolved if p not in TRIVIAL and p != "xargs"]
-    writers = [c for c in candidates if c[0] in ("cat", "tee") and c[2].heredocs]
-    main = next((c for c in candidates if c not in writers), None) or (candidates or resolved or [None])[0]
-    if main is None:
+                    resolved.append((prog, args, sc2.heredocs, bool(sc2.redirects)))
+    programs = tuple(p for p, _, _, _ in resolved)
+    if not resolved:
         return ToolInfo(None, programs, None, command)
-    prog, args, sc = main
-    heredocs = [h for _, _, c in resolved for h in c.heredocs]
-    script = "\n".join(heredocs) if heredocs else None
-    if main in writers:
-        modality = "file"
+    # Writing a script with `cat > f <<EOF` is preparation: the program that runs it is the tool.
+    best = min(range(len(resolved)), key=lambda k: _rank(resolved[k][0], resolved[k][1]))
+    prog, args, _, redirected = resolved[best]
+    script = "\n".join(h for _, _, hs, _ in resolved for h in hs) or None
+    if prog in TRIVIAL:
+        modality = "file" if redirected else "compute"
     else:
         modality = _program_modality(prog, args, script)
-    # A pipeline's media program decides the modality (e.g. `ls frames | xargs tesseract`).
-    if modality in ("file", "compute"):
-        for p, a, sc2 in resolved:
-            m = _program_modality(p, a, "\n".join(sc2.heredocs) if sc2.heredocs else None)
-            if m in ("audio", "video", "image", "web"):
-                prog, modality = p, m
-                break
     return ToolInfo(prog, programs, modality, command)
 
 
@@ -544,20 +287,29 @@ def _join_argv(argv: list[str]) -> str:
     # `["bash", "-lc", "cmd"]` is the common Codex form: keep the inner command as the command line.
     if len(argv) >= 3 and program_name(argv[0]) in SHELLS and argv[1].startswith("-") and "c" in argv[1]:
         return argv[2]
-    out = []
-    for a in argv:
-        if a and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", a):
-            out.append(a)
-        else:
-            out.append("'" + a.replace("'", "'\"'\"'") + "'")
-    return " ".join(out)
+    return " ".join(
+        a if a and _PLAIN_ARG.fullmatch(a) else "'" + a.replace("'", "'\"'\"'") + "'" for a in argv
+    )
+
+
+@lru_cache(maxsize=65_536)
+def _normalize_json_args(tool_name: str | None, raw: str) -> ToolInfo:
+    try:
+        parsed: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        parsed = raw
+    return normalize_call(tool_name, parsed if not isinstance(parsed, str) else raw)
 
 
 def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
-    """Normalize a runner tool call given its name and (parsed) arguments."""
+    """Normalize a runner tool call given its name and arguments (a dict, an argv list, a command line
+    string, or the arguments as a JSON string)."""
     name = (tool_name or "").strip()
     low = name.lower()
     if isinstance(args, str):
+        s = args.lstrip()
+        if s[:1] in ("{", "["):
+            return _normalize_json_args(tool_name, args)
         command_text: str | None = args if (low in SHELL_TOOLS or not name) else None
         argd: dict[str, Any] = {}
     elif isinstance(args, dict):
@@ -573,21 +325,20 @@ def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
         command_text = None
     if low in SHELL_TOOLS or (command_text and low not in RUNNER_TOOLS):
         if command_text:
-            info = analyze_command(command_text)
-            return info
+            return analyze_command(command_text)
         return ToolInfo(low or None, (), "compute", None)
     if low in RUNNER_TOOLS:
         tool, modality = RUNNER_TOOLS[low]
-        if low in ("python", "execute_python", "run_ipython", "ipython"):
+        if low in PYTHON_TOOLS:
             code = argd.get("code") or argd.get("script") or argd.get("input") or ""
-            modality = _program_modality("python", [], code if isinstance(code, str) else "")
+            modality = _code_modality(code if isinstance(code, str) else "") or "compute"
         if modality is None:
             path = next((argd[k] for k in PATH_KEYS if isinstance(argd.get(k), str)), None)
             modality = (_media_of_words([path]) if path else None) or "file"
             if tool == "read" and path and modality == "image":
                 tool = "image_read"
         return ToolInfo(tool, (), modality, None)
-    if low.startswith("mcp__") or low.startswith("mcp_"):
+    if low.startswith(("mcp__", "mcp_")):
         return ToolInfo(
             low, (), "web" if re.search(r"search|fetch|browse|web|http", low) else "compute", None
         )
