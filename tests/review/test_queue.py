@@ -149,7 +149,7 @@ def test_blind_mode_hides_the_judge_label(tmp_path: Path) -> None:
     items = q.items()
     assert [i.trajectory_id for i in items] == ["t_c", "t_b", "t_d", "t_a"]  # same order as normal
     for it in items:
-        assert it.judge is None and it.signals == {}
+        assert it.judge is None and it.signals == {} and it.reasons == []
         exposed = json.dumps(it.to_dict(), default=str)
         for cat in ("audio_perception", "video_perception", "tool_infrastructure", "jl_llm"):
             assert cat not in exposed

@@ -225,8 +225,7 @@ class ReviewQueue:
             priority = sum(self.weights.get(k, 0.0) * v for k, v in signals.items())
             full = _view(main) if main is not None else None
             if self.blind:
-                # Reasons name the judge's category: in blind mode show only the signal names.
-                reasons = [f"{k}={v:.2f}" for k, v in sorted(signals.items()) if k != "disagreement"]
+                reasons = []  # they name the judge's category and confidence
             items.append(
                 ReviewItem(
                     trajectory_id=tid,

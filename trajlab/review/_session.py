@@ -139,7 +139,7 @@ class ReviewSession:
         lines = [
             "=" * 78,
             f"{item.trajectory_id}  priority {item.priority:.2f}  reviews {item.n_reviews}/"
-            f"{self.queue.reviewers_per_item}  ({'; '.join(item.reasons)})",
+            f"{self.queue.reviewers_per_item}" + (f"  ({'; '.join(item.reasons)})" if item.reasons else ""),
             f"task: {clean(item.task, 600)}",
             f"outcome: {item.outcome}   benchmark: {item.benchmark or '-'}   domain: {item.domain or '-'}   "
             f"steps: {item.n_steps}",

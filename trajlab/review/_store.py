@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -329,7 +329,3 @@ def _row(loc: Located[AnnotationRecord], dataset: str) -> dict[str, Any]:
         "source_file": str(loc.path),
         "source_line": loc.line,
     }
-
-
-def store_rows(records: Iterable[Located[AnnotationRecord]], dataset: str) -> list[dict[str, Any]]:
-    return [_row(loc, dataset) for loc in records]
