@@ -73,6 +73,10 @@ def test_iterate_curve_goes_up_and_resumes(tmp_path: Path) -> None:
     assert "does not beat" in res.rounds[2].decision
     v3 = (work / "skills" / ".history" / "calibrated" / "v0003" / "skill" / "SKILL.md").read_text()
     assert "`tesseract`" in v3 and "`tesseract`" not in text  # the rejected candidate stays on record only
+    info = json.loads((work / "skills" / ".history" / "calibrated" / "v0004" / "version.json").read_text())
+    assert info["parent"] == 2 and info["reason"] == "round 3 candidate (edits v2)"
+    diff = (work / "skills" / ".history" / "calibrated" / "v0004" / "diff.patch").read_text()
+    assert diff.startswith("--- v0002/") and "tesseract" not in diff  # diffed from the version it edits
 
 
 @pytest.mark.slow

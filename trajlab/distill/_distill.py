@@ -271,10 +271,15 @@ def distill(
 
 
 def write_checked(
-    store: SkillStore, skill: Skill, guard: EvalIndex, reason: str, ops: list[dict[str, Any]]
+    store: SkillStore,
+    skill: Skill,
+    guard: EvalIndex,
+    reason: str,
+    ops: list[dict[str, Any]],
+    base: int | None = None,
 ) -> Version:
     """Commit a skill after the contamination scan; raises ContaminationError on a hit."""
     hits = guard.scan({"SKILL.md": skill.render(), **skill.references})
     if hits:
         raise ContaminationError(skill.name, hits)
-    return store.commit(skill, reason, ops)
+    return store.commit(skill, reason, ops, base=base)

@@ -501,7 +501,13 @@ class Iteration:
             return False
         sk = self._with_provenance(res.skill, r)
         guard = EvalIndex.from_lab(Lab.open(self.lab_path))
-        v = self._commit_checked(sk, guard, f"round {r} candidate", [o.to_dict() for o in res.applied])
+        v = self._commit_checked(
+            sk,
+            guard,
+            f"round {r} candidate (edits v{st['incumbent']})",
+            [o.to_dict() for o in res.applied],
+            st["incumbent"],
+        )
         st["next"] = {
             "version": v,
             "ops": [o.to_dict() for o in res.applied],
@@ -530,10 +536,12 @@ class Iteration:
         sk.references[f] = json.dumps(prov, indent=2, sort_keys=True) + "\n"
         return sk
 
-    def _commit_checked(self, sk: Skill, guard: EvalIndex, reason: str, ops: list[dict[str, Any]]) -> int:
+    def _commit_checked(
+        self, sk: Skill, guard: EvalIndex, reason: str, ops: list[dict[str, Any]], base: int | None
+    ) -> int:
         from ._distill import write_checked
 
-        return write_checked(self.store, sk, guard, reason, ops).version
+        return write_checked(self.store, sk, guard, reason, ops, base).version
 
     def _write_curve(self, rounds: list[RoundResult]) -> None:
         rows = [

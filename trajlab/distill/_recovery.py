@@ -5,7 +5,9 @@ pattern P when, among the runs of the rule's scope that have the rule's feature,
 `min_precision` show P, those runs cover at least `min_coverage` of the scope's runs with P, and
 the rule's direction agrees with P's polarity (P is a success pattern when runs with it succeed
 more often than runs without it). Rule precision = matched rules / rules; pattern recall =
-recovered patterns / patterns present in the distilled runs.
+recovered patterns / patterns present in the distilled runs. With `causes`, each planted failure
+variant of the ground truth (`cause:misheard`, `cause:web`, ...) is also a pattern to match (an
+`avoid` one); `precision` still counts only the listed patterns, `precision_with_causes` both.
 """
 
 from __future__ import annotations
@@ -25,12 +27,27 @@ class RecoveryReport:
 
     @property
     def precision(self) -> float | None:
+        """Share of rules that match a listed pattern (patterns.json); planted causes not counted."""
+        hits = [r for r in self.rules if r["pattern"] and not r["pattern"].startswith("cause:")]
+        return len(hits) / len(self.rules) if self.rules else None
+
+    @property
+    def precision_with_causes(self) -> float | None:
+        """Share of rules that match a listed pattern or a planted failure cause."""
         return sum(bool(r["pattern"]) for r in self.rules) / len(self.rules) if self.rules else None
+
+    def _recall(self, causes: bool) -> float | None:
+        present = [p for p in self.patterns if p["runs"] and p["pattern"].startswith("cause:") == causes]
+        return sum(bool(p["recovered_by"]) for p in present) / len(present) if present else None
 
     @property
     def recall(self) -> float | None:
-        present = [p for p in self.patterns if p["runs"]]
-        return sum(bool(p["recovered_by"]) for p in present) / len(present) if present else None
+        """Share of the listed patterns present in the distilled runs that some rule recovered."""
+        return self._recall(False)
+
+    @property
+    def cause_recall(self) -> float | None:
+        return self._recall(True)
 
     def format(self) -> str:
         lines = ["pattern                 polarity  runs  succ.with  succ.without  recovered by"]
@@ -44,11 +61,16 @@ class RecoveryReport:
         lines += ["", "rule                                              matches"]
         for r in self.rules:
             lines.append(f"{r['rule']:<50} {r['pattern'] or '(no planted pattern)'}")
-        pr = "-" if self.precision is None else f"{self.precision:.2f}"
-        rc = "-" if self.recall is None else f"{self.recall:.2f}"
+
+        def f(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2f}"
+
+        n_pat = sum(bool(r["pattern"]) and not r["pattern"].startswith("cause:") for r in self.rules)
+        n_any = sum(bool(r["pattern"]) for r in self.rules)
         lines.append(
-            f"\nrule precision {pr} ({sum(bool(r['pattern']) for r in self.rules)}/{len(self.rules)}), "
-            f"pattern recall {rc}"
+            f"\nrule precision {f(self.precision)} ({n_pat}/{len(self.rules)} match a listed pattern; "
+            f"{f(self.precision_with_causes)} = {n_any}/{len(self.rules)} counting planted failure causes), "
+            f"pattern recall {f(self.recall)}, failure-cause recall {f(self.cause_recall)}"
         )
         return "\n".join(lines)
 
@@ -67,6 +89,7 @@ def pattern_recovery(
     truth: list[dict[str, Any]],
     min_precision: float = 0.8,
     min_coverage: float = 0.5,
+    causes: bool = True,
 ) -> RecoveryReport:
     """Match mined rules to the planted patterns of a generated run set (see the module docstring)."""
     nat = dict(
@@ -80,10 +103,16 @@ def pattern_recovery(
     by_native = {str(t.get("native_id")): t for t in truth}
     pats: dict[str, set[str]] = {}
     for run in corpus.runs:
-        row = by_native.get(str(nat.get(run.trajectory_id)))
-        for p in (row or {}).get("patterns", []) or []:
+        row = by_native.get(str(nat.get(run.trajectory_id))) or {}
+        for p in row.get("patterns", []) or []:
             pats.setdefault(p, set()).add(run.trajectory_id)
+        if causes and row.get("outcome") == "failure" and row.get("variant"):
+            pats.setdefault(f"cause:{row['variant']}", set()).add(run.trajectory_id)
     names = sorted({p for t in truth for p in t.get("patterns") or []})
+    if causes:
+        names += sorted(
+            {f"cause:{t['variant']}" for t in truth if t.get("outcome") == "failure" and t.get("variant")}
+        )
     outcome = {r.trajectory_id: r.outcome == "success" for r in corpus.runs}
     polarity: dict[str, str] = {}
     rep = RecoveryReport()
@@ -92,7 +121,7 @@ def pattern_recovery(
         without = set(outcome) - with_p
         sw = sum(outcome[t] for t in with_p) / len(with_p) if with_p else None
         so = sum(outcome[t] for t in without) / len(without) if without else None
-        polarity[p] = "do" if (sw or 0.0) >= (so or 0.0) else "avoid"
+        polarity[p] = "avoid" if p.startswith("cause:") or (sw or 0.0) < (so or 0.0) else "do"
         rep.patterns.append(
             {
                 "pattern": p,

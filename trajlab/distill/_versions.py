@@ -128,9 +128,17 @@ class SkillStore:
         raise InputFileError(str(self.history(name)), f"no version {version} of skill {name!r}")
 
     def commit(
-        self, skill: Skill, reason: str, operations: list[dict[str, Any]] | None = None, live: bool = True
+        self,
+        skill: Skill,
+        reason: str,
+        operations: list[dict[str, Any]] | None = None,
+        live: bool = True,
+        base: int | None = None,
     ) -> Version:
-        """Record `skill` as the next version (unless its content is unchanged) and make it live."""
+        """Record `skill` as the next version (unless its content is unchanged) and make it live.
+
+        `base` is the version the edit started from (default: the latest); the diff is taken from it.
+        """
         name = skill.name
         latest = self.latest(name)
         live_dir = self.live(name)
@@ -148,15 +156,23 @@ class SkillStore:
             if live and not (live_dir / "SKILL.md").exists():
                 self._publish(load_skill(latest.path), live_dir)
             return v
-        v = self._snapshot(skill, latest, reason, operations or [])
+        v = self._snapshot(skill, latest, reason, operations or [], base)
         if live:
             self._publish(load_skill(v.path), live_dir)
         return v
 
     def _snapshot(
-        self, skill: Skill, parent: Version | None, reason: str, ops: list[dict[str, Any]]
+        self,
+        skill: Skill,
+        latest: Version | None,
+        reason: str,
+        ops: list[dict[str, Any]],
+        base: int | None = None,
     ) -> Version:
-        number = (parent.version if parent else 0) + 1
+        number = (latest.version if latest else 0) + 1
+        parent = latest
+        if base is not None and latest is not None and base != latest.version:
+            parent = next((v for v in self.versions(skill.name) if v.version == base), latest)
         sk = skill.copy()
         sk.metadata["version"] = str(number)
         sk.metadata["content-hash"] = content_hash_of(sk)
