@@ -73,11 +73,17 @@ def _trial_dir(traj: Path) -> Path | None:
 
 
 def _exit_code(text: str | None) -> int | None:
+    """An explicit exit-code marker at the end (or, R2E-style, the start) of an observation."""
     if not text:
         return None
     tail = text[-200:]
-    for rx in _EXIT_MARKERS:
-        m = rx.search(tail if rx.pattern.endswith("$") else text[:200])
+    if "xit code" in tail:
+        for rx in _EXIT_MARKERS[:2]:
+            m = rx.search(tail)
+            if m:
+                return int(m.group(1))
+    if text.startswith("Exit code"):
+        m = _EXIT_MARKERS[2].match(text)
         if m:
             return int(m.group(1))
     return None
@@ -532,7 +538,8 @@ def _refs(results: list[dict[str, Any]]) -> list[Any]:
 def _result_fields(r: dict[str, Any]) -> dict[str, Any]:
     text = as_text(r.get("content"))
     code = _exit_code(text)
-    timed_out = bool(text and _TIMEOUT_RE.search(text[:2000]))
+    head = text[:2000] if text else ""
+    timed_out = "imed out" in head.lower() and bool(_TIMEOUT_RE.search(head))
     return {
         "output": text,
         "exit_code": code,

@@ -15,6 +15,7 @@ are run-level companions (the submitted patch and the run name).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +54,7 @@ _SWE_COMMANDS = frozenset(
     ]
 )
 _REPORT_NAMES = ("results.json", "report.json")
+_RUN_FILE_NAMES = frozenset(("preds.json", *_REPORT_NAMES))
 _CANCELLED_RE = re.compile(r"was cancelled because it took more than \d+ seconds")
 _SYNTAX_RE = re.compile(r"Your bash command contained syntax errors and was NOT executed")
 
@@ -70,15 +72,37 @@ def run_companions(path: Path, pred_names: tuple[str, ...]) -> list[Path]:
     out: list[Path] = []
     iid = _instance_id(path)
     for d in (path.parent, path.parent.parent):
-        for name in (*pred_names, *_REPORT_NAMES):
-            p = d / name
-            if p.is_file():
-                out.append(p)
-        out += sorted(p for p in d.glob("*all_preds.jsonl") if p not in out)
+        names = _run_files_in(d)
+        out += [d / n for n in (*pred_names, *_REPORT_NAMES) if n in names]
+        out += [d / n for n in sorted(names) if n.endswith("all_preds.jsonl")]
     pred = path.parent / f"{iid}.pred"
     if pred.is_file():
         out.append(pred)
     return [p for p in dict.fromkeys(out) if p != path]
+
+
+_DIRS: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def _run_files_in(d: Path) -> frozenset[str]:
+    """Names of the run-level files in `d`; cached per directory state (runs hold thousands of instances)."""
+    try:
+        key = (str(d), d.stat().st_mtime_ns)
+    except OSError:
+        return frozenset()
+    if key not in _DIRS:
+        if len(_DIRS) > 256:
+            _DIRS.clear()
+        try:
+            _DIRS[key] = frozenset(
+                e.name
+                for e in os.scandir(d)
+                if e.name in _RUN_FILE_NAMES or e.name.endswith("all_preds.jsonl")
+                if e.is_file()
+            )
+        except OSError:
+            _DIRS[key] = frozenset()
+    return _DIRS[key]
 
 
 _CACHE: dict[tuple[str, int, int], Any] = {}
