@@ -163,16 +163,12 @@ class ReviewQueue:
 
     def _candidates(self) -> tuple[list[ReviewItem], dict[str, dict[str, AnnotationRecord]]]:
         tax = self.taxonomy
-        jl = self.lab.read("judge_labels")
-        if jl.num_rows:
-            jl = jl.filter(
-                pc.and_(
-                    pc.and_(
-                        pc.equal(jl["taxonomy_id"], tax.id), pc.equal(jl["taxonomy_version"], tax.version)
-                    ),
-                    pc.equal(jl["status"], "labeled"),
-                )
-            )
+        wanted = (
+            (pc.field("taxonomy_id") == tax.id)
+            & (pc.field("taxonomy_version") == str(tax.version))
+            & (pc.field("status") == "labeled")
+        )
+        jl = self.lab.read("judge_labels", filter=wanted)
         by_traj: dict[str, list[dict[str, Any]]] = {}
         for r in jl.to_pylist():
             by_traj.setdefault(r["trajectory_id"], []).append(r)
