@@ -297,18 +297,25 @@ def _normalize_json_args(tool_name: str | None, raw: str) -> ToolInfo:
     try:
         parsed: Any = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        parsed = raw
-    return normalize_call(tool_name, parsed if not isinstance(parsed, str) else raw)
+        parsed = None
+    if isinstance(parsed, (dict, list)):
+        return _normalize(tool_name, parsed)
+    if raw.lstrip()[:2] in ('{"', '["', "{}", "[]"):  # broken JSON arguments: nothing to analyze
+        return ToolInfo((tool_name or "").strip().lower() or None, (), "compute", None)
+    return _normalize(tool_name, raw, json_string=False)  # e.g. a brace group `{ cmd; }`
 
 
 def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
     """Normalize a runner tool call given its name and arguments (a dict, an argv list, a command line
     string, or the arguments as a JSON string)."""
+    return _normalize(tool_name, args)
+
+
+def _normalize(tool_name: str | None, args: Any, json_string: bool = True) -> ToolInfo:
     name = (tool_name or "").strip()
     low = name.lower()
     if isinstance(args, str):
-        s = args.lstrip()
-        if s[:1] in ("{", "["):
+        if json_string and args.lstrip()[:1] in ("{", "["):
             return _normalize_json_args(tool_name, args)
         command_text: str | None = args if (low in SHELL_TOOLS or not name) else None
         argd: dict[str, Any] = {}

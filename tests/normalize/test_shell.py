@@ -1,0 +1,80 @@
+"""The shell word splitter: quoting, operators, and that it never raises or hangs on arbitrary text."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajlab.normalize import analyze_command, parse_shell
+from trajlab.normalize._shell import _fast, _Parser
+
+TOKENS = [*"ab -'\"\\$`()<>|&;{}#\n\t=*.~0129", "$(", "$((", "<<", "<<-", "EOF", "bash -c ", "\u2003", "\x00"]
+SHELLISH = st.lists(st.sampled_from(TOKENS), max_size=60).map("".join)
+
+
+def argvs(s: str) -> list[list[str]]:
+    return [c.argv for c in parse_shell(s).commands]
+
+
+def test_quoting() -> None:
+    assert argvs("""echo 'a b' "c $d" e\\ f $'g\\nh'""") == [["echo", "a b", "c $d", "e f", "g\nh"]]
+    assert argvs("a'b'\"c\"d") == [["abcd"]]
+    assert argvs('echo "$(date +%s) x"') == [["echo", "$(date +%s) x"]]
+
+
+def test_operators_and_comments() -> None:
+    p = parse_shell("a && b || c | d; e & f # comment ; g\nh")
+    assert [c.argv for c in p.commands] == [["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["h"]]
+    assert p.operators == ["&&", "||", "|", ";", "&", ";", ""]
+
+
+def test_substitutions_are_recorded() -> None:
+    p = parse_shell("x=$(ffprobe a.mp4 | head -1) && echo `whoami`")
+    assert p.commands[0].substitutions == ["ffprobe a.mp4 | head -1"]
+    assert p.commands[1].substitutions == ["whoami"]
+
+
+def test_unbalanced_input_ends_at_end() -> None:
+    assert argvs("echo 'unterminated") == [["echo", "unterminated"]]
+    assert argvs('echo "also $(unterminated') == [["echo", "also $(unterminated"]]
+    assert argvs("cat <<EOF") == [["cat"]]
+
+
+@given(SHELLISH)
+@settings(max_examples=400, deadline=None)
+def test_parser_never_raises_and_terminates(s: str) -> None:
+    t0 = time.perf_counter()
+    parse_shell(s)
+    analyze_command(s)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_parser_never_raises_on_any_unicode(s: str) -> None:
+    parse_shell(s)
+    analyze_command(s)
+
+
+@given(st.lists(st.sampled_from([*"ab -'|&;\t.=", "||", "&&", ";;"]), max_size=60).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_fast_path_agrees_with_full_parser(s: str) -> None:
+    if s.count("'") % 2 == 0:
+        assert _fast(s) == _Parser(s).run()
+
+
+def test_linear_time_on_large_adversarial_input() -> None:
+    # Each input is big enough that a quadratic scan would take minutes; linear takes well under a second.
+    for s in [
+        "$(" * 20_000,
+        "'" * 40_001,
+        "a|" * 30_000,
+        "echo " + "x" * 500_000,
+        "<<E\n" * 5_000,
+        "\\" * 50_001,
+    ]:
+        t0 = time.perf_counter()
+        parse_shell(s)
+        assert time.perf_counter() - t0 < 10.0, s[:10]

@@ -1,0 +1,136 @@
+"""Tool normalization on real-world command lines and runner tool calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajlab.normalize import analyze_command, normalize_call, parse_shell, program_name
+
+# (command line, tool, programs, modality)
+COMMANDS = [
+    ("bash -lc 'ffmpeg -i in.mp4 -vn out.wav'", "ffmpeg", ("ffmpeg",), "audio"),
+    (
+        '/bin/zsh -lc "ffprobe -v error -show_entries format=duration in.mp4"',
+        "ffprobe",
+        ("ffprobe",),
+        "video",
+    ),
+    ("sudo apt-get install -y ffmpeg", "apt", ("apt",), "web"),
+    ("sudo -u bob env A=1 timeout 5 nohup ffmpeg -i a.mkv frame_%03d.png", "ffmpeg", ("ffmpeg",), "video"),
+    ("env CUDA_VISIBLE_DEVICES=0 whisper audio.mp3 --model small", "whisper", ("whisper",), "audio"),
+    ("timeout 60 python3 -m whisper clip.wav --language en", "whisper", ("whisper",), "audio"),
+    ("timeout -s KILL 30s ffprobe x.mp4", "ffprobe", ("ffprobe",), "video"),
+    ("python -m pip install openai-whisper", "pip", ("pip",), "web"),
+    ("python -X utf8 -m pip install pytesseract", "pip", ("pip",), "web"),
+    ("pip3 list", "pip", ("pip",), "compute"),
+    ("uv run python -m whisper x.wav", "whisper", ("whisper",), "audio"),
+    ("whisper-ctranslate2 talk.m4a --output_format txt", "whisper", ("whisper",), "audio"),
+    (
+        "cat > /tmp/ocr.py <<'EOF'\nimport pytesseract\nfrom PIL import Image\nprint(pytesseract.image_to_string("
+        "Image.open('f.png')))\nEOF\npython3 /tmp/ocr.py",
+        "python",
+        ("cat", "python"),
+        "image",
+    ),
+    ("python3 - <<'PY'\nimport cv2\ncap = cv2.VideoCapture('v.mp4')\nPY", "python", ("python",), "video"),
+    ("python3 -c 'import whisper; whisper.load_model(\"base\")'", "python", ("python",), "audio"),
+    ("python3 transcribe.py --audio talk.mp3", "python", ("python",), "audio"),
+    ("cd /work && python solve.py", "python", ("cd", "python"), "compute"),
+    ("ffprobe -i video.mp4 2>&1 | grep Duration", "ffprobe", ("ffprobe", "grep"), "video"),
+    (
+        "echo $(ffprobe -v error -of csv=p=0 -show_entries format=duration a.mp4)",
+        "ffprobe",
+        ("echo", "ffprobe"),
+        "video",
+    ),
+    ("n=`ffprobe -v error a.mkv | wc -l`", "ffprobe", ("ffprobe", "wc"), "video"),
+    ("ls frames/*.png | xargs -I{} tesseract {} stdout", "tesseract", ("ls", "xargs", "tesseract"), "image"),
+    ("find . -name '*.mp4' -exec ffprobe {} \\;", "ffprobe", ("find", "ffprobe"), "video"),
+    ('for f in *.wav; do whisper "$f"; done', "whisper", ("whisper",), "audio"),
+    ("if [ -f a.wav ]; then sox a.wav b.wav; fi", "sox", ("[", "sox"), "audio"),
+    ("git clone https://github.com/x/y && cd y && pip install -e .", "git", ("git", "cd", "pip"), "web"),
+    ("git status --short", "git", ("git",), "file"),
+    (
+        "curl -sL https://x.io/a.json | python3 -c 'import sys,json; print(json.load(sys.stdin))'",
+        "curl",
+        ("curl", "python"),
+        "web",
+    ),
+    ("yt-dlp -x --audio-format mp3 https://youtu.be/abc", "yt-dlp", ("yt-dlp",), "web"),
+    ("ffmpeg -y -i song.mp3 -ar 16000 out.wav", "ffmpeg", ("ffmpeg",), "audio"),
+    ("ffmpeg -i in.mp4 -vf fps=1 frames/%04d.jpg", "ffmpeg", ("ffmpeg",), "video"),
+    ("convert in.png -resize 50% out.png", "imagemagick", ("imagemagick",), "image"),
+    ("grep -rn foo src | wc -l", "grep", ("grep", "wc"), "file"),
+    ("rg -n 'a|b' src", "grep", ("grep",), "file"),
+    ("sed -n '1,180p' /work/SKILL.md", "sed", ("sed",), "file"),
+    ("cp clip.mp4 /tmp/", "cp", ("cp",), "video"),
+    ("echo hello", "echo", ("echo",), "compute"),
+    ("echo $((1+2)) > n.txt", "echo", ("echo",), "file"),
+    ("apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF", "apply_patch", ("apply_patch",), "file"),
+    ("npm test -- --run src/x.test.ts", "npm", ("npm",), "compute"),
+    ("bash -c \"bash -c 'tesseract f.png stdout'\"", "tesseract", ("tesseract",), "image"),
+    ("", None, (), None),
+]
+
+
+@pytest.mark.parametrize(("command", "tool", "programs", "modality"), COMMANDS)
+def test_command_lines(
+    command: str, tool: str | None, programs: tuple[str, ...], modality: str | None
+) -> None:
+    info = analyze_command(command)
+    assert (info.tool, info.programs, info.modality) == (tool, programs, modality)
+    assert info.command == command
+
+
+# (runner tool name, arguments, tool, modality, command)
+CALLS = [
+    ("exec_command", '{"cmd": "ffprobe a.mp4", "yield_time_ms": 1000}', "ffprobe", "video", "ffprobe a.mp4"),
+    ("shell", {"command": ["bash", "-lc", "whisper a.wav"]}, "whisper", "audio", "whisper a.wav"),
+    ("shell", {"command": ["ls", "-la", "my dir"]}, "ls", "file", "ls -la 'my dir'"),
+    ("Bash", {"command": "tesseract img.png out -l eng", "description": "ocr"}, "tesseract", "image", None),
+    ("Read", {"file_path": "/work/frame.png"}, "image_read", "image", None),
+    ("Read", {"file_path": "/work/notes.txt"}, "read", "file", None),
+    ("Write", {"file_path": "/work/a.wav", "content": "x"}, "write", "audio", None),
+    ("apply_patch", {"input": "*** Begin Patch"}, "apply_patch", "file", None),
+    ("web_search", {"type": "search", "query": "q"}, "web_search", "web", None),
+    ("WebFetch", {"url": "https://x", "prompt": "p"}, "web_fetch", "web", None),
+    ("view_image", {"path": "a.png"}, "image_read", "image", None),
+    ("Task", {"prompt": "do"}, "subagent", "compute", None),
+    ("execute_python", {"code": "import librosa\nlibrosa.load('a.wav')"}, "python", "audio", None),
+    ("mcp__browser__navigate", {"url": "https://x"}, "mcp__browser__navigate", "web", None),
+    ("mcp__node_repl__js", '{"title": "t", "code": "1+1"}', "mcp__node_repl__js", "compute", None),
+    ("str_replace_editor", {"command": "view", "path": "/a.py"}, "edit", "file", None),
+    (None, "ffmpeg -i a.mp4 b.wav", "ffmpeg", "audio", "ffmpeg -i a.mp4 b.wav"),
+    ("exec_command", '{"cmd": "ffprobe a.mp4', "exec_command", "compute", None),
+    ("bash", "{ ffprobe a.mp4; }", "ffprobe", "video", "{ ffprobe a.mp4; }"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "tool", "modality", "command"), CALLS)
+def test_runner_calls(name: str | None, args: object, tool: str, modality: str, command: str | None) -> None:
+    info = normalize_call(name, args)
+    assert (info.tool, info.modality) == (tool, modality)
+    if command is not None:
+        assert info.command == command
+
+
+def test_program_names() -> None:
+    assert [
+        program_name(w) for w in ["/usr/bin/python3.11", "pip3", "rg", "magick", "./run.sh", "FFMPEG"]
+    ] == [
+        "python",
+        "pip",
+        "grep",
+        "imagemagick",
+        "run.sh",
+        "ffmpeg",
+    ]
+
+
+def test_heredoc_body_and_redirects() -> None:
+    p = parse_shell("cat <<-'EOF' > out.txt\n\thello\n\tEOF\nwc -l out.txt 2>&1")
+    assert [c.argv for c in p.commands] == [["cat"], ["wc", "-l", "out.txt"]]
+    assert p.commands[0].heredocs == ["\thello"]
+    assert ("<<-", "EOF") in p.commands[0].redirects and (">", "out.txt") in p.commands[0].redirects
+    assert p.commands[1].redirects == [("2>&", "1")]
+    assert p.operators == [";", ""]
