@@ -124,7 +124,7 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
         nodes[v]["consumes"] = list(art)
     for a, r in retries.items():
         nodes[r]["retry_of"] = a
-    recovered = {a for a in retries if _recovers(a, retries, nodes)}
+    recovered = {a for a in retries if _recovers(a, retries, nodes, b.chain_end)}
     errors = [v for v in order if nodes[v]["status"] in ("error", "timeout")]
     unrecovered = [v for v in errors if nodes[v]["kind"] == "action" and v not in recovered]
     answer_branches = list(dict.fromkeys(nodes[v]["branch"] for v in order if v in on and nodes[v]["branch"]))
@@ -178,11 +178,14 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
     return StepDag(b.tid, [nodes[v] for v in order], edges, metrics, candidates)
 
 
-def _recovers(a: int, retries: dict[int, int], nodes: dict[int, dict[str, Any]]) -> bool:
+def _recovers(
+    a: int, retries: dict[int, int], nodes: dict[int, dict[str, Any]], chain_end: dict[int, int]
+) -> bool:
+    """Does the retry chain from failed step `a` end in success? A polled retry succeeds when its last poll does."""
     seen = set()
     while a in retries and a not in seen:
         seen.add(a)
-        a = retries[a]
+        a = chain_end.get(retries[a], retries[a])
         if nodes[a]["status"] not in ("error", "timeout"):
             return True
     return False

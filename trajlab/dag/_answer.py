@@ -160,6 +160,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     paths, urls, values = scan(text)
     supported: list[str] = []
     unsupported: list[str] = []
+    if not required:
+        supported += _final_writes(b, answer)
     for v in values:
         prods = [p for p in b.ix.values.get(v, ()) if p < answer and is_evidence(b, p)]
         if prods:
@@ -189,8 +191,6 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     words: list[str] = []
     if short:
         words = _short_answer_terms(b, answer, text, supported)
-    if not required:
-        supported += _final_writes(b, answer)
     return {
         "terms": len(values) + len(paths) + len(urls) + len(words),
         "supported": supported,

@@ -585,10 +585,18 @@ class _Builder:
 
     def _poll_chains(self) -> None:
         """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
+        self.chain_end: dict[int, int] = {}  # command (and each poll) -> its last poll
+        self.origin_of: dict[int, int] = {}  # poll -> the command it polls
         for origin in self.polled:
+            if origin in self.origin_of:
+                continue
             chain = [origin]
             while chain[-1] in self.polled and len(chain) < 10_000:
                 chain.append(self.polled[chain[-1]])
+            for i in chain:
+                self.chain_end[i] = chain[-1]
+            for i in chain[1:]:
+                self.origin_of[i] = origin
             for i in chain[:-1]:
                 if self.nodes[i]["status"] == "error" and self.nodes[chain[-1]]["status"] in (
                     "error",
@@ -627,8 +635,12 @@ class _Builder:
                 continue
             first, last = idxs[0], idxs[-1]
             parent = self.parent.get(a)
+            summarizer = False
             if parent is not None and parent in self.nodes and parent < first:
-                self.edge(parent, first, "spawn", f"agent:{a}", "subagent")
+                summarizer = self.nodes[parent]["kind"] == "compaction"
+                self.edge(
+                    parent, first, "spawn", f"agent:{a}", "compaction-agent" if summarizer else "subagent"
+                )
                 pagent = self.nodes[parent]["agent_id"]
             elif (
                 parent is not None
@@ -661,7 +673,11 @@ class _Builder:
                 self.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
                 pagent = self.nodes[spawn]["agent_id"]
             after = next((j for j in self.agent_steps.get(pagent, []) if j > last), None)
-            if after is not None:
+            if (
+                after is not None and summarizer
+            ):  # a summarization agent's report is what the run continues from
+                self.edge(last, after, "summary", f"agent:{a}", "compaction-agent")
+            elif after is not None:
                 self.edge(last, after, "return", f"agent:{a}", "subagent-result")
             s = self.by_idx[last]
             if self.nodes[last]["kind"] == "text" and s.get("text"):
@@ -712,10 +728,11 @@ class _Builder:
                 na = self.nodes[a]
                 if na["status"] not in ("error", "timeout"):
                     continue
-                sa = self.by_idx[a]
-                ka = na["tool"]
+                la = self.origin_of.get(a, a)  # a failed poll stands for the command it polled
+                sa = self.by_idx[la]
+                ka = self.nodes[la]["tool"]
                 ca = (sa.get("command") or sa.get("arguments") or "")[:300]
-                pa = self.io[a].primary
+                pa = self.io[la].primary
                 for b in actions[k + 1 : k + 11]:
                     nb = self.nodes[b]
                     if nb["tool"] in ("poll", "write_stdin") or not self.ok_src(a, b):
@@ -727,7 +744,7 @@ class _Builder:
                         cb = (self.by_idx[b].get("command") or self.by_idx[b].get("arguments") or "")[:300]
                         if same_input or ca == cb or SequenceMatcher(None, ca, cb).ratio() >= 0.5:
                             rule = "retry-same-tool"
-                    elif same_input and nb["modality"] == na["modality"]:
+                    elif same_input and nb["modality"] == self.nodes[la]["modality"]:
                         rule = "retry-same-input"
                     if rule:
                         self.edge(a, b, "retry", pa, rule)

@@ -116,6 +116,21 @@ def _redacted_nodes(dag: StepDag) -> list[dict[str, Any]]:
     return [{**n, "label": redact(n["label"]) if n.get("label") else n.get("label")} for n in dag.nodes]
 
 
+def _redacted_candidates(dag: StepDag) -> list[dict[str, Any]]:
+    return [{**c, "reason": redact(c["reason"])} for c in dag.candidates]
+
+
+def _redacted_metrics(dag: StepDag) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in dag.metrics.items():
+        if k == "decisive_candidates":
+            v = orjson.dumps(_redacted_candidates(dag)).decode()
+        elif k == "anomalies":
+            v = [redact(a) for a in v or []]
+        out[k] = _plain(v)
+    return out
+
+
 def _redacted_edges(dag: StepDag) -> list[dict[str, Any]]:
     return [
         {**e, "artifact": redact(e["artifact"]) if e.get("artifact") else e.get("artifact")}
@@ -126,11 +141,11 @@ def _redacted_edges(dag: StepDag) -> list[dict[str, Any]]:
 def export(dag: StepDag, fmt: str = "json") -> str:
     """The DAG as a `json` document, `graphml` (networkx) or Graphviz `dot` text (secrets redacted)."""
     if fmt == "json":
-        metrics = {k: _plain(v) for k, v in dag.metrics.items() if k != "decisive_candidates"}
+        metrics = {k: v for k, v in _redacted_metrics(dag).items() if k != "decisive_candidates"}
         doc = {
             "trajectory_id": dag.trajectory_id,
             "metrics": metrics,
-            "candidates": dag.candidates,
+            "candidates": _redacted_candidates(dag),
             "nodes": _redacted_nodes(dag),
             "edges": _redacted_edges(dag),
         }
@@ -154,7 +169,7 @@ def _graphml(dag: StepDag) -> str:
     import networkx as nx
 
     g = nx.MultiDiGraph()
-    for k, v in dag.metrics.items():
+    for k, v in _redacted_metrics(dag).items():
         if v is not None:
             g.graph[k] = _scalar(v)
     for n in _redacted_nodes(dag):

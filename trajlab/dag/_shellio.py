@@ -265,7 +265,7 @@ class _Acc:
 
     def consume_words(self, words: list[str]) -> None:
         for w in words:
-            if w in self.outputs:
+            if w in self.outputs or "$" in w or "`" in w:
                 continue
             if is_url(w):
                 self.io.urls.append(w)

@@ -1,0 +1,52 @@
+"""`trajlab dag` commands: default build, show, export, and errors as one-line messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from dagfix import add_to_lab
+from test_omni import audio_run
+
+from trajlab.cli import cli
+from trajlab.store import Lab
+
+
+def _lab(tmp_path: Path) -> str:
+    lab = Lab.create(tmp_path / "lab")
+    add_to_lab(lab, [audio_run()])
+    return str(lab.root)
+
+
+def test_dag_lab_builds_by_default(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    res = CliRunner().invoke(cli, ["dag", lab, "-q"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("built 1 DAGs from 6 steps")
+    res2 = CliRunner().invoke(cli, ["dag", "build", lab, "-q"])
+    assert "built 0 DAGs" in res2.output and "1 up to date" in res2.output
+    res3 = CliRunner().invoke(cli, ["dag", "build", lab, "--rebuild", "-q", "--traj", "t_fixture"])
+    assert "built 1 DAGs" in res3.output
+
+
+def test_show_and_export(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    CliRunner().invoke(cli, ["dag", lab, "-q"])
+    show = CliRunner().invoke(cli, ["dag", "show", lab, "t_fix", "--max-output", "30"])
+    assert show.exit_code == 0 and "trajectory t_fixture: 6 steps" in show.output and "=> 515" in show.output
+    out = tmp_path / "d.json"
+    exp = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--format", "json", "--out", str(out)])
+    assert exp.exit_code == 0 and json.loads(out.read_text())["metrics"]["answer_step"] == 5
+    dot = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--format", "dot"])
+    assert dot.output.startswith('digraph "t_fixture"')
+
+
+def test_errors_are_messages(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    res = CliRunner().invoke(cli, ["dag", "show", lab, "t_nope"])
+    assert res.exit_code == 1 and "Error: no trajectory 't_nope'" in res.output
+    res = CliRunner().invoke(cli, ["dag", str(tmp_path / "missing")])
+    assert res.exit_code == 1 and "no such lab" in res.output
+    res = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--format", "svg"])
+    assert res.exit_code == 2 and "Invalid value for '--format'" in res.output

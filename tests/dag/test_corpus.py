@@ -1,0 +1,221 @@
+"""DAGs of real runner files (../shared/corpus): concrete spawn/return/summary, poll, parallel and value edges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from trajlab.dag import StepDag, build_lab, load_dag
+from trajlab.formats import adapters
+from trajlab.ingest import ingest
+from trajlab.store import Lab
+
+pytestmark = pytest.mark.corpus
+
+RUNNERS = ("claude_code", "codex", "atif", "swe_agent")
+
+
+@pytest.fixture(scope="module")
+def lab(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    out = tmp_path_factory.mktemp("dagcorpus") / "lab"
+    names = {a.runner for a in adapters()}
+    paths = [str(corpus_dir / r) for r in RUNNERS if r in names and (corpus_dir / r).is_dir()]
+    ingest(paths, out, workers=1, progress=False)
+    rep = build_lab(out, progress=False)
+    assert rep.failed == []
+    return Lab.open(out)
+
+
+def _tid(lab: Lab, suffix: str) -> str:
+    rows = lab.read("trajectories", ["trajectory_id", "source_path"]).to_pylist()
+    hits = [r["trajectory_id"] for r in rows if r["source_path"].endswith(suffix)]
+    assert len(hits) == 1, f"{suffix}: {hits}"
+    return hits[0]
+
+
+def _steps(lab: Lab, tid: str) -> list[dict[str, Any]]:
+    return lab.read_trajectory_steps(tid).to_pylist()
+
+
+def _edge(d: StepDag, src: int, dst: int, typ: str) -> dict[str, Any]:
+    found = [e for e in d.edges if (e["src"], e["dst"], e["type"]) == (src, dst, typ)]
+    assert found, f"no {typ} edge {src}->{dst}"
+    return found[0]
+
+
+def _agent_span(steps: list[dict[str, Any]], agent: str) -> tuple[int, int]:
+    idx = [s["step_index"] for s in steps if s["agent_id"] == agent]
+    return idx[0], idx[-1]
+
+
+def _next_main(steps: list[dict[str, Any]], after: int) -> int:
+    return next(s["step_index"] for s in steps if s["step_index"] > after and s["agent_id"] == "main")
+
+
+def by_index(steps: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {s["step_index"]: s for s in steps}
+
+
+def _check_graph(d: StepDag, n_steps: int) -> None:
+    assert d.metrics["n_nodes"] == n_steps
+    assert all(e["src"] < e["dst"] for e in d.edges)
+    assert nx.is_directed_acyclic_graph(d.graph)
+
+
+def test_claude_code_subagent_and_compaction(lab: Lab) -> None:
+    tid = _tid(lab, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    task = next(
+        s for s in steps if s["tool"] == "subagent" and "Research Claude hook output" in s["arguments"]
+    )
+    sub = next(s["agent_id"] for s in steps if s["parent_step_index"] == task["step_index"])
+    first, last = _agent_span(steps, sub)
+    assert _edge(d, task["step_index"], first, "spawn")["rule"] == "subagent"
+    assert _edge(d, last, _next_main(steps, last), "return")["rule"] == "subagent-result"
+    # the compaction agent ran before the compaction step it produced
+    comp = next(s for s in steps if s["kind"] == "compaction")
+    cagent = next(s["agent_id"] for s in steps if s["agent_id"].startswith("acompact"))
+    cfirst, clast = _agent_span(steps, cagent)
+    assert clast < comp["step_index"]
+    before = max(s["step_index"] for s in steps if s["agent_id"] == "main" and s["step_index"] < cfirst)
+    assert _edge(d, before, cfirst, "spawn")["rule"] == "compaction-agent"
+    assert _edge(d, clast, comp["step_index"], "summary")["rule"] == "compaction-agent"
+    # files edited before the compaction and named in its summary flow into it
+    summarized = [
+        e for e in d.edges if e["dst"] == comp["step_index"] and e["rule"] in ("tool-edit", "tool-write")
+    ]
+    assert len(summarized) >= 3
+    assert all(e["type"] == "summary" and e["artifact"] in comp["text"] for e in summarized)
+    nodes = {n["node_id"]: n for n in d.nodes}
+    assert nodes[first]["depth"] == 1 and nodes[first]["agent_id"] == sub
+
+
+def test_claude_code_values_retries_and_parallel_calls(lab: Lab) -> None:
+    tid = _tid(lab, "claude_code/subagent.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    by = {s["step_index"]: s for s in steps}
+    dep = next(s["step_index"] for s in steps if (s["command"] or "").startswith("bd dep add"))
+    makers = [
+        s["step_index"]
+        for s in steps
+        if (s["command"] or "").startswith("bd create")
+        and ("0p7.1" in (s["output"] or "") or "0p7.2" in (s["output"] or ""))
+    ]
+    assert len(makers) == 2
+    for m in makers:  # issue ids printed by `bd create`, typed into `bd dep add`
+        e = _edge(d, m, dep, "data")
+        assert e["rule"] == "value" and e["artifact"].startswith("value:spotter-0p7.")
+    # three calls issued in one response: the first errored (EISDIR), its siblings were cancelled
+    errs = [s["step_index"] for s in steps if s["is_error"]]
+    nodes = {n["node_id"]: n for n in d.nodes}
+    assert len(errs) == 3 and len({nodes[i]["parallel_batch"] for i in errs}) == 1
+    assert "EISDIR" in by[errs[0]]["output"]
+    cancelled_read = next(i for i in errs if by[i]["tool"] == "read" and "mix.exs" in by[i]["arguments"])
+    retry = next(e for e in d.edges if e["type"] == "retry" and e["src"] == cancelled_read)
+    assert by[retry["dst"]]["tool"] == "read" and not by[retry["dst"]]["is_error"]
+    assert any(c["signal"] == "cascade_error" for c in d.candidates)
+    task = next(s["step_index"] for s in steps if s["tool"] == "subagent")
+    sub = next(s["agent_id"] for s in steps if s["parent_step_index"] == task)
+    first, last = _agent_span(steps, sub)
+    assert _edge(d, task, first, "spawn")["rule"] == "subagent"
+    assert _edge(d, last, _next_main(steps, last), "return")["rule"] == "subagent-result"
+
+
+def test_codex_polls_and_parallel_calls(lab: Lab) -> None:
+    tid = _tid(lab, "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    call_at = {s["call_id"]: s["step_index"] for s in steps if s["kind"] == "tool_call"}
+    polls = [
+        s
+        for s in steps
+        if s["tool"] in ("poll", "write_stdin") and s["metadata"] and '"polls"' in s["metadata"]
+    ]
+    assert len(polls) >= 20
+
+    for p in polls:
+        meta = json.loads(p["metadata"])
+        origin = call_at[meta["polls"]]
+        e = _edge(d, origin, p["step_index"], "data")
+        assert (e["rule"], e["artifact"]) == ("poll", f"session:{meta['session_id']}")
+    first = next(s for s in polls if json.loads(s["metadata"])["session_id"] == "48230")
+    origin = call_at[json.loads(first["metadata"])["polls"]]
+    assert _edge(d, origin, first["step_index"], "data")["artifact"] == "session:48230"
+    assert by_index(steps)[origin]["tool"] == "sed"
+    # a test run failing then passing after a patch is a recovery
+    assert d.metrics["n_recoveries"] >= 1
+
+
+def test_codex_parallel_batch(lab: Lab) -> None:
+    tid = _tid(lab, "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    nodes = {n["node_id"]: n for n in d.nodes}
+    batches: dict[int, list[int]] = {}
+    for n in d.nodes:
+        if n["parallel_batch"] is not None:
+            batches.setdefault(n["parallel_batch"], []).append(n["node_id"])
+    big = max(batches.values(), key=len)
+    assert len(big) >= 4 and all(nodes[i]["tool"] == "sed" for i in big)
+    before = big[0] - 1
+    for i in big:  # the response's reasoning fans out to every call of the batch, none depends on a sibling
+        assert _edge(d, before, i, "sequence")["rule"] == "fan-out"
+    assert not [e for e in d.edges if e["type"] == "data" and e["src"] in big and e["dst"] in big]
+    assert d.metrics["width"] >= len(big)
+
+
+@pytest.mark.skipif(
+    "swe_agent" not in {a.runner for a in adapters()}, reason="SWE-agent adapter not registered"
+)
+def test_swe_agent_edit_chain_and_patch_answer(lab: Lab) -> None:
+    tid = _tid(lab, "pydicom__pydicom-1458.traj")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    submit = next(s["step_index"] for s in steps if s["tool"] == "submit")
+    assert d.metrics["answer_step"] == submit
+    edits = [
+        s["step_index"]
+        for s in steps
+        if s["tool"] == "edit" and "numpy_handler.py" in (s["output"] or "")[:200]
+    ]
+    final = _edge(d, edits[-1], submit, "answer")
+    assert final["rule"] == "answer-final-write" and final["artifact"].endswith("numpy_handler.py")
+    opened = next(
+        s["step_index"] for s in steps if (s["arguments"] or "").startswith('{"command":"open pydicom')
+    )
+    assert _edge(d, opened, edits[0], "data")["rule"] == "read-before-edit"
+    answer_in = {e["artifact"] for e in d.edges if e["dst"] == submit and e["type"] == "answer"}
+    assert not any("reproduce_bug.py" in a for a in answer_in)  # created, then removed with rm
+
+
+@pytest.mark.skipif("atif" not in {a.runner for a in adapters()}, reason="ATIF adapter not registered")
+def test_atif_summarization_continuation(lab: Lab) -> None:
+    tid = _tid(lab, "terminus2-context-summarization/trajectory.json")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    comp = next(s["step_index"] for s in steps if s["kind"] == "compaction")
+    agents = list(dict.fromkeys(s["agent_id"] for s in steps if s["parent_step_index"] == comp))
+    assert len(agents) == 3
+    resume = next(s["step_index"] for s in steps if s["step_index"] > comp and s["agent_id"] == "main")
+    for a in agents:
+        first, last = _agent_span(steps, a)
+        assert _edge(d, comp, first, "spawn")["rule"] == "compaction-agent"
+        assert _edge(d, last, resume, "summary")["rule"] == "compaction-agent"
+    answer = d.metrics["answer_step"]
+    assert steps[answer]["tool"] == "mark_task_complete"
+    hello = next(
+        s["step_index"] for s in steps if "hello.txt" in (s["command"] or "") and ">" in s["command"]
+    )
+    assert _edge(d, hello, answer, "answer")["rule"] == "answer-final-write"

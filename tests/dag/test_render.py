@@ -1,0 +1,113 @@
+"""The text tree, and JSON / GraphML / DOT exports (escaped, redacted, parseable)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import networkx as nx
+import pytest
+from dagfix import Run
+from test_omni import audio_run
+
+from trajlab.dag import export, render_text
+from trajlab.errors import ConfigError
+
+SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _tricky() -> Run:
+    r = Run(domain="audio")
+    r.user("Use the key to fetch podcast_ep.mp3")
+    r.bash(
+        f'curl -H "Authorization: Bearer {SECRET}" https://example.com/podcast_ep.mp3 -o podcast_ep.mp3',
+        '\x1b[2J\x1b[31mdownloaded\x07 "quoted" \\ back',
+    )
+    r.bash("whisper podcast_ep.mp3 --output_dir t", "Item 1 came in at 120 thousand")
+    r.say('The first amount is 120 "thousand".')
+    return r
+
+
+def test_text_tree() -> None:
+    d = audio_run().dag()
+    text = render_text(d, audio_run().steps, max_output=40)
+    lines = text.splitlines()
+    assert lines[0].startswith("trajectory t_fixture: 6 steps") and "answer at step 5" in lines[0]
+    assert "branches: audio#1; fed the answer: audio#1" in lines[1]
+    assert "decisive-step candidates:" in text and "#1 step 4 answer_source" in text
+    row = next(ln for ln in lines if ln.strip().startswith("4 ok"))
+    assert "python" in row and "<< decisive #1 answer_source" in row and "audio#1" in row and "<- 3" in row
+    assert "=> 515" in text
+    assert next(ln for ln in lines if ln.strip().startswith("5 ok")).rstrip().endswith("ANSWER | <- answer:4")
+    assert "=>" not in render_text(d, audio_run().steps, max_output=0)
+
+
+def test_text_tree_is_safe() -> None:
+    r = _tricky()
+    text = render_text(r.dag(), r.steps)
+    assert "\x1b" not in text and "\x07" not in text
+    assert SECRET not in text and "[REDACTED" in text
+
+
+def test_parallel_and_nested_rendering() -> None:
+    r = Run()
+    r.user("look around")
+    r.call("Task", {"prompt": "read a.txt"}, "a says 4242")  # 1
+    r._add("user", role="user", text="read a.txt", agent_id="sub", depth=1, parent_step_index=1)  # 2
+    r._add(
+        "tool_call",
+        tool_name="Read",
+        tool="read",
+        arguments='{"file_path": "a.txt"}',
+        output="4242",
+        agent_id="sub",
+        depth=1,
+        parent_step_index=1,
+        call_id="r1",
+    )  # 3
+    r.bash("ls", "a.txt")  # 4
+    r.bash("ls -la", "a.txt", parallel=True)  # 5: same response
+    text = render_text(r.dag(), r.steps)
+    assert "┌ parallel calls" in text
+    sub = next(ln for ln in text.splitlines() if ln.strip().startswith("3 ok"))
+    assert sub.startswith("    ") and "[sub]" in sub
+
+
+def test_json_export() -> None:
+    d = audio_run().dag()
+    doc = json.loads(export(d, "json"))
+    assert doc["trajectory_id"] == "t_fixture"
+    assert len(doc["nodes"]) == 6 and len(doc["edges"]) == len(d.edges)
+    assert doc["metrics"]["answer_step"] == 5 and isinstance(doc["metrics"]["built_at"], str)
+    assert doc["candidates"][0]["step_index"] == 4
+
+
+def test_graphml_roundtrip() -> None:
+    r = _tricky()
+    d = r.dag()
+    text = export(d, "graphml")
+    assert SECRET not in text
+    g = nx.read_graphml(io.BytesIO(text.encode()), force_multigraph=True)
+    assert g.number_of_nodes() == len(d.nodes) and g.number_of_edges() == len(d.edges)
+    types = sorted(data["type"] for _, _, data in g.edges(data=True))
+    assert types == sorted(e["type"] for e in d.edges)
+    assert g.nodes["2"]["modality"] == "audio"
+    assert json.loads(g.nodes["2"]["produces"]) == [
+        *(f"t/podcast_ep.{ext}" for ext in ("txt", "vtt", "srt", "tsv", "json")),
+        "value:120",  # whisper's outputs, then what flowed on its answer edge
+    ]
+
+
+def test_dot_export_is_escaped() -> None:
+    r = _tricky()
+    text = export(r.dag(), "dot")
+    assert text.startswith('digraph "t_fixture" {') and text.rstrip().endswith("}")
+    assert SECRET not in text and "\x1b" not in text
+    assert "n1 -> n2" in text and "<" not in text.replace("<-", "")
+    for line in text.splitlines():
+        if "label=" in line:
+            body = line.split("label=", 1)[1]
+            assert body.startswith('"')
+            assert body.count('"') - body.count('\\"') >= 2  # quotes inside labels are escaped
+    with pytest.raises(ConfigError, match="unknown export format"):
+        export(r.dag(), "svg")

@@ -1,0 +1,104 @@
+"""The read/write rules for shell commands, one documented rule per case."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajlab.dag._shellio import fast_parse, patch_targets, shell_io
+from trajlab.normalize import parse_shell
+
+
+@pytest.mark.parametrize(
+    ("command", "produced", "consumed"),
+    [
+        ("echo hi > out.txt", [("out.txt", "redirect")], []),
+        ("python3 solve.py >> log.txt 2>&1", [("log.txt", "redirect")], []),
+        ("cat > compute.py <<'EOF'\nprint(1)\nEOF", [("compute.py", "heredoc-write")], []),
+        ("sort data.csv | tee sorted.csv", [("sorted.csv", "tee")], ["data.csv"]),
+        ("gcc -O2 -o app main.c", [("app", "output-flag")], ["main.c"]),
+        ("pandoc notes.md --output=notes.pdf", [("notes.pdf", "output-flag")], ["notes.md"]),
+        (
+            "ffmpeg -hide_banner -i clip.mp4 -vf fps=1 frames/%03d.png",
+            [("frames/%03d.png", "ffmpeg-output")],
+            ["clip.mp4"],
+        ),
+        ("ffmpeg -y -i a.mp4 -vn -ac 1 -ar 16000 audio.wav", [("audio.wav", "ffmpeg-output")], ["a.mp4"]),
+        (
+            "whisper audio.wav --model small --output_format txt --output_dir transcripts",
+            [("transcripts/audio.txt", "whisper-output")],
+            ["audio.wav"],
+        ),
+        ("tesseract page.png out -l eng", [("out.txt", "tesseract-output")], ["page.png"]),
+        ("tesseract frames/0042.png - --psm 6", [], ["frames/0042.png"]),
+        ("cp a.txt backup/", [("backup/a.txt", "copy-dest")], ["a.txt"]),
+        ("mv draft.md final.md", [("final.md", "copy-dest")], ["draft.md"]),
+        ("touch done.flag", [("done.flag", "touch")], []),
+        ("curl -sL https://example.com/data.csv -o data.csv", [("data.csv", "download")], []),
+        ("wget https://example.com/files/report.pdf", [("report.pdf", "download")], []),
+        ("tar czf out.tgz src/main.py", [("out.tgz", "archive")], ["src/main.py"]),
+        ("pdftoppm -png doc.pdf page", [("page-*.png", "convert-output")], ["doc.pdf"]),
+        ("pdftotext doc.pdf", [("doc.txt", "convert-output")], ["doc.pdf"]),
+        ("convert in.png -resize 50% out.png", [("out.png", "convert-output")], ["in.png"]),
+        ("sed -i 's/a/b/' conf.ini", [("conf.ini", "sed-in-place")], []),
+        (
+            "python3 -c \"open('res.txt','w').write(str(open('in.csv').read()))\"",
+            [("res.txt", "code-write")],
+            ["in.csv"],
+        ),
+        (
+            "sudo -u app timeout 30 bash -lc 'grep -n foo src/a.py > hits.txt'",
+            [("hits.txt", "redirect")],
+            ["src/a.py"],
+        ),
+        ("wc -l $(ls data/*.csv) < input.txt", [], ["input.txt", "data/*.csv"]),
+    ],
+)
+def test_rules(command: str, produced: list[tuple[str, str]], consumed: list[str]) -> None:
+    io = shell_io(command, None)
+    assert io.produced == produced
+    assert sorted(io.consumed) == sorted(consumed)
+
+
+def test_cd_and_workdir_resolve_relative_paths() -> None:
+    io = shell_io("cd /app && python solve.py input.csv > result.txt", None)
+    assert io.produced == [("/app/result.txt", "redirect")]
+    assert io.consumed == ["/app/input.csv"]
+    assert io.scripts == ["/app/solve.py"]
+    assert io.cwd == "/app"
+    assert shell_io("cat notes/../a.txt", "/w").consumed == ["/w/a.txt"]
+
+
+def test_scripts_dirs_urls_and_deletions() -> None:
+    assert shell_io("bash run.sh", None).scripts == ["run.sh"]
+    assert shell_io("./tools/build.sh --fast", None).scripts == ["tools/build.sh"]
+    assert shell_io("mkdir -p frames", None).produced_dirs == [("frames", "mkdir")]
+    io = shell_io("ls frames | wc -l", None)
+    assert io.words == ["frames"] and io.lists_dir == "frames"
+    assert shell_io("git clone https://github.com/x/y.git", None).produced_dirs == [("y", "clone")]
+    assert shell_io("curl https://example.com/a?b=1", None).urls == ["https://example.com/a?b=1"]
+    assert shell_io("rm -rf build tmp.txt", None).deleted == ["build", "tmp.txt"]
+
+
+def test_apply_patch_targets() -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b/c.py\n+1\n*** Delete File: old.py\n*** End Patch"
+    assert patch_targets(patch) == [("a.py", "update"), ("b/c.py", "add"), ("old.py", "delete")]
+    io = shell_io(f"apply_patch <<'EOF'\n{patch}\nEOF", "/w")
+    assert io.produced == [("/w/a.py", "apply-patch"), ("/w/b/c.py", "apply-patch")]
+    assert io.edits == ["/w/a.py", "/w/old.py"] and io.deleted == ["/w/old.py"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ls -la /x",
+        "ls | wc -l",
+        "grep -n 'a b' f.txt && echo ok",
+        "cat <<EOF > f\nx\nEOF",
+        "echo $(date) > d",
+    ],
+)
+def test_fast_parse_matches_parse_shell(line: str) -> None:
+    a, b = parse_shell(line), fast_parse(line)
+    assert [(c.argv, c.redirects, c.heredocs) for c in a.commands] == [
+        (c.argv, c.redirects, c.heredocs) for c in b.commands
+    ]

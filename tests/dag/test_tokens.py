@@ -1,0 +1,44 @@
+"""Token scanning and matching used by the data-edge rules."""
+
+from __future__ import annotations
+
+from trajlab.dag._tokens import code_io, has_path, has_value, norm_path, pattern_matches, same_file, scan
+
+
+def test_scan_finds_paths_urls_and_values() -> None:
+    paths, urls, values = scan(
+        "wrote frames/%03d.png and /tmp/out/x.txt; see https://example.com/a?b=1. "
+        "Total 1,234.50 for ORBIT-42 (id bb53fb4) at 00:07.000 in src/a.py:12: done 7 times"
+    )
+    assert paths == ["frames/%03d.png", "/tmp/out/x.txt", "src/a.py"]
+    assert urls == ["https://example.com/a?b=1"]
+    assert values == ["1234.5", "ORBIT-42", "bb53fb4"]  # no clock times, line numbers or single digits
+
+
+def test_fractions_are_values_not_paths() -> None:
+    assert scan("The answer is ORBIT-42/5 and 120/340") == ([], [], ["ORBIT-42", "120", "340"])
+
+
+def test_whole_token_matching() -> None:
+    assert has_value("at 120 thousand", "120") and has_value("x 915.0\n", "915")
+    assert not has_value("1200", "120") and not has_value("915.5", "915") and not has_value("v120", "120")
+    assert has_path("/x/lib/a.ex:3", "lib/a.ex") and not has_path("/x/lib/a.exs", "lib/a.ex")
+
+
+def test_paths_compare_by_suffix() -> None:
+    assert same_file("/w/frames/001.png", "frames/001.png")
+    assert not same_file("/a/b.txt", "/c/b.txt") and not same_file("xb.txt", "b.txt")
+    assert norm_path("./frames/../a.txt", "/w") == "/w/a.txt"
+    assert pattern_matches("frames/%03d.png", "/w/frames/042.png")
+    assert not pattern_matches("frames/%03d.png", "frames/42.png")
+    assert pattern_matches("page-*.png", "page-3.png") and pattern_matches("/w/out/%d.jpg", "out/12.jpg")
+
+
+def test_code_literals() -> None:
+    written, read, urls = code_io(
+        "import cv2\ncap = cv2.VideoCapture('in.mp4')\nopen('out/x.txt', 'w').write('a')\n"
+        "Image.open('frames/001.png').save('crop.png')\nrequests.get('https://x.org/a')"
+    )
+    assert written == ["out/x.txt", "crop.png"]
+    assert read == ["in.mp4", "frames/001.png"]
+    assert urls == ["https://x.org/a"]
