@@ -125,5 +125,9 @@ def test_cli_iterate_and_bad_inputs(tmp_path: Path) -> None:
         read_tasks(dup)
     with pytest.raises(ConfigError, match="out_dir"):
         iterate(tmp_path / "x", ["a"], "echo {task}", rounds=1)
+    # every run an infrastructure failure: reported, nothing scored, nothing edited
+    res = iterate(tmp_path / "w3", ["a", "b"], "false {out_dir}", rounds=2, progress=False)
+    assert [(r.cal_score, r.infra) for r in res.rounds] == [(None, 2)]
+    assert res.chosen_version == 1
     with pytest.raises(ConfigError, match="other settings"):
         iterate(tmp_path / "w", ["image-01"], CMD, rounds=1, progress=False)

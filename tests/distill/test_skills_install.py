@@ -101,3 +101,12 @@ def test_cli_new_validate_install(tmp_path: Path) -> None:
     (tmp_path / "my-skill" / "SKILL.md").write_text("no frontmatter", encoding="utf-8")
     out = r.invoke(cli, ["skills", "validate", str(tmp_path / "my-skill")])
     assert out.exit_code == 1 and "FAIL" in out.output and "[frontmatter]" in out.output
+
+
+def test_repository_skills_are_valid() -> None:
+    from trajlab.distill import validate_path
+
+    root = Path(__file__).resolve().parents[2] / "skills"
+    reps = validate_path(root)
+    assert [r.path.name for r in reps] == ["probe-media-first"]
+    assert all(r.ok and not r.issues for r in reps), [i.format() for r in reps for i in r.issues]

@@ -184,6 +184,7 @@ def distill(
     """Mine rules from a lab (ingesting `logs` first when given) and write one skill per scope into `out`."""
     params = params or MineParams()
     budget = budget or Budget()
+    conditions = list(conditions) if conditions else None
     out = Path(out).absolute()
     logs = [Path(p) for p in logs or []]
     if lab is None and not logs:
@@ -201,7 +202,9 @@ def distill(
     if not corpus.runs:
         raise ConfigError(
             f"{lab_path}: no runs to distil from ({corpus.excluded_eval} eval/held-out runs are never used, "
-            f"{corpus.excluded_unknown} runs have no success/failure outcome)"
+            f"{corpus.excluded_unknown} runs have no success/failure outcome"
+            + (f", condition filter {sorted(conditions)}" if conditions else "")
+            + ")"
         )
     if corpus.successes == 0 or corpus.failures == 0:
         raise ConfigError(

@@ -395,6 +395,8 @@ class Iteration:
         return out
 
     def _propose(self, incumbent: Skill, r: int) -> tuple[list[Op], list[Rule]]:
+        if not (self.lab_path / "lab.json").exists():
+            return [], []  # no run produced a trajectory yet (all infrastructure failures)
         lab = Lab.open(self.lab_path)
         corpus = load_corpus(lab)
         rules = mine_rules(corpus, self.params) if corpus.successes and corpus.failures else []
