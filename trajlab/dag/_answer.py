@@ -18,6 +18,8 @@ DERIVED_LOOKBACK = 8
 DERIVED_MAX_NUMBERS = 16
 DERIVED_MAX_PER_OUTPUT = 6
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+# numbers (one digit too) that are not clock times, line-number prefixes or parts of names
+_NUM_RE = re.compile(r"(?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d)")
 _PIECE_RE = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\d")
 _STOP = frozenset(
     [
@@ -123,7 +125,7 @@ def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[in
     ][:DERIVED_LOOKBACK]
     nums: dict[float, int] = {}
     for i in recent:
-        found_here = [v for v in scan(b.by_idx[i].get("output") or "")[2] if _number(v) is not None]
+        found_here = _NUM_RE.findall(clip(b.by_idx[i].get("output") or ""))
         if len(found_here) > DERIVED_MAX_PER_OUTPUT:
             continue  # a metadata dump (ffprobe, logs): too many numbers to tell a result from noise
         for v in found_here:
