@@ -103,3 +103,16 @@ def test_snapshots_are_immutable(tmp_path: Path) -> None:
     assert latest is not None
     with pytest.raises(LabError, match="immutable"):
         store._snapshot(empty_skill("cal"), None, "again", [])
+
+
+def test_binary_assets_survive_versions(tmp_path: Path) -> None:
+    store = SkillStore(tmp_path)
+    store.commit(empty_skill("cal"), "start")
+    (tmp_path / "cal" / "assets").mkdir()
+    (tmp_path / "cal" / "assets" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\x00")
+    sk = load_skill(tmp_path / "cal")
+    assert sk.binaries == {"assets/logo.png": b"\x89PNG\r\n\x1a\n\xff\x00"}
+    v = store.commit(apply_ops(sk, [Op("add", "Do", "Probe first.")]).skill, "edit")
+    assert (v.path / "assets" / "logo.png").read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "cal" / "assets" / "logo.png").exists()
+    assert load_skill(tmp_path / "cal").metadata["content-hash"] == content_hash(tmp_path / "cal")

@@ -65,6 +65,7 @@ class Skill:
     compatibility: str | None = None
     allowed_tools: str | None = None
     references: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    binaries: dict[str, bytes] = field(default_factory=dict)  # relative path -> bytes (assets, images)
 
     # -- items ---------------------------------------------------------------------------------
 
@@ -147,6 +148,7 @@ class Skill:
             compatibility=self.compatibility,
             allowed_tools=self.allowed_tools,
             references=dict(self.references),
+            binaries=dict(self.binaries),
         )
 
     # -- files ---------------------------------------------------------------------------------
@@ -158,6 +160,10 @@ class Skill:
             p = d / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text, encoding="utf-8")
+        for rel, data in self.binaries.items():
+            p = d / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
         (d / SKILL_FILE).write_text(self.render(), encoding="utf-8")
 
 
@@ -217,12 +223,14 @@ def load_skill(d: str | Path) -> Skill:
     fm, body = split_frontmatter(f.read_text(encoding="utf-8"), str(f))
     title, intro, sections = parse_body(body)
     refs: dict[str, str] = {}
+    bins: dict[str, bytes] = {}
     for p in sorted(d.rglob("*")):
         if p.is_file() and p != f:
+            data = p.read_bytes()
             try:
-                refs[p.relative_to(d).as_posix()] = p.read_text(encoding="utf-8")
+                refs[p.relative_to(d).as_posix()] = data.decode("utf-8")
             except UnicodeDecodeError:
-                continue
+                bins[p.relative_to(d).as_posix()] = data
     meta = fm.get("metadata") or {}
     sk = Skill(
         name=str(fm.get("name", d.name)),
@@ -235,6 +243,7 @@ def load_skill(d: str | Path) -> Skill:
         compatibility=fm.get("compatibility"),
         allowed_tools=fm.get("allowed-tools"),
         references=refs,
+        binaries=bins,
     )
     # Re-attach rule keys recorded in the provenance file.
     prov = refs.get("references/provenance.json")
@@ -265,7 +274,9 @@ def content_hash_text(skill_md: str, references: dict[str, str]) -> str:
 
 
 def content_hash_of(skill: Skill) -> str:
-    return content_hash_text(skill.render(), skill.references)
+    files = dict(skill.references)
+    files.update({k: "sha256:" + hashlib.sha256(v).hexdigest() for k, v in skill.binaries.items()})
+    return content_hash_text(skill.render(), files)
 
 
 def content_hash(d: Path) -> str:
