@@ -172,7 +172,7 @@ def test_planted_gap_is_significant_and_null_tool_is_not(tmp_path):
     probe, python = rows["probe"], rows["python"]
     assert probe["supported"] and probe["significant"] and probe["favors"] == "success"
     assert probe["p_value"] < 1e-10
-    assert probe["gap_ci_low"] > 0 and probe["usage_gap_ci_low"] > 0.35
+    assert probe["gap_ci_low"] > 0 and probe["usage_gap_ci_low"] > 0.3
     # python is used in every trajectory: no usage difference, nothing to report
     assert python["usage_gap"] == 0 and python["p_value"] == pytest.approx(1.0)
     assert python["significant"] is False
@@ -285,3 +285,44 @@ def test_results_write_with_provenance(builder, tmp_path):
     assert csv[0].startswith("tool,n_calls,calls_success") and len(csv) == 4
     assert res.to_polars().shape == (3, len(res.columns))
     assert list(res.to_pandas()["tool"]) == ["ffprobe", "whisper", "python"]
+
+
+def test_results_do_not_depend_on_row_order(tmp_path):
+    from analysis_labs import LabBuilder
+
+    def build(root, order):
+        b = LabBuilder(root)
+        for i in order:
+            b.traj(f"t{i:02d}", "success" if i % 3 else "failure")
+            for j in range(1 + i % 4):
+                b.call(f"t{i:02d}", "probe" if (i + j) % 2 else "python")
+        return b.build()
+
+    rng = np.random.default_rng(0)
+    a = build(tmp_path / "a", list(range(40)))
+    b = build(tmp_path / "b", list(rng.permutation(40)))
+    ra = gaps(a, min_support=0, min_trajectories=0, n_boot=200, seed=1, progress=False)
+    rb = gaps(b, min_support=0, min_trajectories=0, n_boot=200, seed=1, progress=False)
+    assert ra.table.equals(rb.table)
+
+
+@pytest.mark.parametrize("dense_cells", [0, 10**9])  # the sparse and the dense code path
+def test_bootstrap_matches_explicit_resampling(monkeypatch, dense_cells):
+    import scipy.sparse as sp
+
+    from trajlab.analysis import _stats
+    from trajlab.analysis._stats import _weight_chunks, bootstrap_rates
+
+    monkeypatch.setattr(_stats, "_DENSE_CELLS", dense_cells)
+    rng = np.random.default_rng(1)
+    counts = rng.poisson(1.0, (30, 4))
+    counts[:, 2] = 0
+    counts[3, 2] = 5
+    for matrix in (counts, sp.csr_matrix(counts)):
+        shares, usage = bootstrap_rates(matrix, 50, np.random.default_rng(9))
+        weights = np.vstack(list(_weight_chunks(np.random.default_rng(9), 30, 50)))
+        for b in range(50):
+            sample = counts[np.repeat(np.arange(30), weights[b].astype(int))]
+            assert weights[b].sum() == 30
+            assert shares[b] == pytest.approx(sample.sum(0) / sample.sum())
+            assert usage[b] == pytest.approx((sample > 0).mean(0))

@@ -132,7 +132,14 @@ def gaps(
             "gaps", gaps_schema(cols).empty_table(), sql, params, missing + outcome_missing, notes
         )
     table, sql, _, _ = execute(lab, "gaps_per_trajectory", by=cols)
-    rows = _compute(table, cols, min_support, min_trajectories, n_boot, seed, alpha, test, n_perm, progress)
+    # One BLAS thread: the products are small and skinny, and OpenBLAS threads spin badly when the
+    # machine is busy (measured: 20x slower with 2 threads on a loaded 2-core machine).
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        rows = _compute(
+            table, cols, min_support, min_trajectories, n_boot, seed, alpha, test, n_perm, progress
+        )
     p_adj = adjust_pvalues(np.where(rows["supported"], rows["p_value"], np.nan), correction)
     rows["p_adjusted"] = p_adj
     rows["significant"] = rows["supported"] & (np.nan_to_num(p_adj, nan=1.0) < alpha)
@@ -163,10 +170,26 @@ def _groups(table: pa.Table, cols: tuple[str, ...]) -> list[tuple[tuple[Any, ...
     return out
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+def _sorted_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(codes, valid, values): codes number the distinct values in sorted order, so that results do not
+    depend on the order in which DuckDB returned the rows (it is not deterministic in parallel)."""
     enc = pc.dictionary_encode(col).combine_chunks()
-    idx = enc.indices.to_numpy(zero_copy_only=False)
-    return idx, enc.dictionary.to_pylist()
+    values = enc.dictionary
+    order = pc.array_sort_indices(values).to_numpy(zero_copy_only=False)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    valid = enc.indices.is_valid().to_numpy(zero_copy_only=False)
+    raw = enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = rank[raw] if len(rank) else raw
+    return codes, valid, values.take(pa.array(order))
+
+
+def _dense(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct codes in increasing order, each code's position among them), in O(n)."""
+    present = np.flatnonzero(np.bincount(codes, minlength=size))
+    remap = np.full(max(size, 1), -1, dtype=np.int64)
+    remap[present] = np.arange(len(present))
+    return present, remap[codes]
 
 
 def _compute(
@@ -181,11 +204,9 @@ def _compute(
     n_perm: int,
     progress: bool,
 ) -> dict[str, Any]:
-    traj_idx, _ = _codes(table.column("trajectory_id"))
-    tool_enc = pc.dictionary_encode(table.column("tool")).combine_chunks()
-    tool_valid = tool_enc.indices.is_valid().to_numpy(zero_copy_only=False)
-    tool_idx = tool_enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
-    tool_names = tool_enc.dictionary.to_pylist()
+    traj_idx, _, traj_values = _sorted_codes(table.column("trajectory_id"))
+    tool_idx, tool_valid, tool_values = _sorted_codes(table.column("tool"))
+    tool_names = tool_values.to_pylist()
     success = table.column("success").to_numpy()
     n_calls = table.column("n_calls").to_numpy().astype(np.float64)
 
@@ -195,10 +216,10 @@ def _compute(
     bar = tqdm(groups, desc="gaps", unit="group", disable=(not progress) or None, leave=False)
     for (key, r), ss in zip(bar, seeds):
         rng = np.random.default_rng(ss)
-        local_traj, first = np.unique(traj_idx[r], return_inverse=True)
+        local_traj, first = _dense(traj_idx[r], len(traj_values))
         n_t = len(local_traj)
         valid = tool_valid[r]
-        tools_here, tool_local = np.unique(tool_idx[r][valid], return_inverse=True)
+        tools_here, tool_local = _dense(tool_idx[r][valid], len(tool_names))
         if len(tools_here) == 0:
             continue
         counts = sp.csr_matrix((n_calls[r][valid], (first[valid], tool_local)), shape=(n_t, len(tools_here)))

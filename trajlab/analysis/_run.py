@@ -109,8 +109,9 @@ def lab_facts(lab: LabLike) -> LabFacts:
                 (SELECT count(*) FROM trajectories WHERE outcome = 'failure'),
                 (SELECT count(*) FROM trajectories
                  WHERE coalesce(total_tokens, input_tokens, output_tokens) IS NOT NULL),
-                (SELECT count(*) FROM steps WHERE kind = 'tool_call'),
-                (SELECT count(*) FROM steps WHERE kind = 'tool_call' AND (is_error OR timed_out))
+                count(*) FILTER (WHERE kind = 'tool_call'),
+                count(*) FILTER (WHERE kind = 'tool_call' AND (is_error OR timed_out))
+            FROM steps
             """
         ).fetchone()
         assert row is not None
