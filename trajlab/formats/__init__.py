@@ -9,18 +9,28 @@ from ._base import (
     Record,
     SourceUnit,
     as_text,
+    describe_json_error,
     first_json_line,
     head,
     json_records,
     json_str,
     load_json,
+    loads_lenient,
     parse_args,
     parse_ts,
     raw_of,
     read_jsonl,
 )
 from ._finish import finish_trajectory, outcome_from_reward
-from ._registry import adapters, candidate_extensions, detect, get_adapter, hookimpl, hookspec
+from ._registry import (
+    adapters,
+    candidate_extensions,
+    detect,
+    get_adapter,
+    hookimpl,
+    hookspec,
+    load_errors,
+)
 
 __all__ = [
     "Adapter",
@@ -33,6 +43,7 @@ __all__ = [
     "adapters",
     "as_text",
     "candidate_extensions",
+    "describe_json_error",
     "detect",
     "finish_trajectory",
     "first_json_line",
@@ -42,7 +53,9 @@ __all__ = [
     "hookspec",
     "json_records",
     "json_str",
+    "load_errors",
     "load_json",
+    "loads_lenient",
     "outcome_from_reward",
     "parse_args",
     "parse_ts",

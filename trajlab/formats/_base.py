@@ -13,7 +13,6 @@ read is counted, so `records_seen == records_ingested + records_quarantined` hol
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,7 +22,20 @@ from typing import Any, ClassVar
 
 import orjson
 
-HEAD_BYTES = 65_536
+from ._read import (
+    HEAD_BYTES,
+    ParseContext,
+    QuarantinedRecord,
+    Record,
+    describe_json_error,
+    first_json_line,
+    head,
+    json_records,
+    load_json,
+    loads_lenient,
+    raw_of,
+    read_jsonl,
+)
 
 
 @dataclass
@@ -50,190 +62,31 @@ class ParsedTrajectory:
     locator: str | None = None
 
 
-@dataclass
-class QuarantinedRecord:
-    source_path: str
-    line: int | None
-    byte_offset: int | None
-    reason: str
-    error_type: str
-    raw: bytes | None
-    raw_size: int
-
-
-class ParseContext:
-    """Counts records and collects quarantined ones for one source unit."""
-
-    def __init__(self, unit: SourceUnit, runner: str | None = None, keep_raw_max: int = 256 << 20):
-        self.unit = unit
-        self.runner = runner
-        self.keep_raw_max = keep_raw_max
-        self.records_seen = 0
-        self.records_ingested = 0
-        self.quarantined: list[QuarantinedRecord] = []
-
-    @property
-    def records_quarantined(self) -> int:
-        return len(self.quarantined)
-
-    def seen_ok(self, n: int = 1) -> None:
-        self.records_seen += n
-        self.records_ingested += n
-
-    def quarantine(
-        self,
-        path: Path | str,
-        reason: str,
-        error_type: str,
-        raw: bytes | None = None,
-        line: int | None = None,
-        offset: int | None = None,
-        counted: bool = False,
-    ) -> None:
-        """Quarantine a record. `counted=True` when it was already counted as ingested (e.g. by a reader)."""
-        if counted:
-            self.records_ingested -= 1
-        else:
-            self.records_seen += 1
-        size = len(raw) if raw is not None else 0
-        keep = raw if raw is not None and size <= self.keep_raw_max else None
-        self.quarantined.append(QuarantinedRecord(str(path), line, offset, reason, error_type, keep, size))
-
-    def reject(self, rec: Record, reason: str, error_type: str = "schema") -> None:
-        """Quarantine a record a reader already yielded (JSON that is not what the adapter expects)."""
-        self.quarantine(rec.path, reason, error_type, rec.raw, rec.line, rec.offset, counted=True)
-
-
-@dataclass
-class Record:
-    """One JSON record read from a file, with where it came from."""
-
-    path: Path
-    line: int | None  # 1-based line for JSONL, element index for JSON lists
-    offset: int | None
-    raw: bytes | None
-    obj: Any
-
-
-def _classify_json_error(raw: bytes, err: Exception, last: bool) -> tuple[str, str]:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as ue:
-        return "utf8", f"invalid UTF-8 at byte {ue.start} of the record"
-    if raw[:1] == b"\x00" or sum(b < 9 for b in raw[:256]) > 8:
-        return "binary", "binary data, not JSON"
-    msg = str(err).splitlines()[0]
-    if last:
-        return "truncated", f"truncated JSON at end of file ({msg})"
-    return "json", f"not valid JSON ({msg})"
-
-
-def read_jsonl(path: Path, ctx: ParseContext) -> Iterator[Record]:
-    """Yield every JSON line of a JSONL file; quarantine lines that are not JSON (with line and offset)."""
-    offset = 0
-    lineno = 0
-    with open(path, "rb") as f:
-        pending: bytes | None = None
-        pending_line = 0
-        pending_off = 0
-        for raw in f:
-            lineno += 1
-            if pending is not None:
-                yield from _jsonl_record(path, ctx, pending, pending_line, pending_off, last=False)
-            pending, pending_line, pending_off = raw, lineno, offset
-            offset += len(raw)
-        if pending is not None:
-            yield from _jsonl_record(
-                path, ctx, pending, pending_line, pending_off, last=not pending.endswith(b"\n")
-            )
-
-
-def _jsonl_record(
-    path: Path, ctx: ParseContext, raw: bytes, line: int, off: int, last: bool
-) -> Iterator[Record]:
-    stripped = raw.strip()
-    if not stripped:
-        return
-    try:
-        obj = orjson.loads(stripped)
-    except orjson.JSONDecodeError as e:
-        etype, reason = _classify_json_error(stripped, e, last)
-        ctx.quarantine(path, f"line {line}: {reason}", etype, raw, line, off)
-        return
-    ctx.seen_ok()
-    yield Record(path, line, off, raw, obj)
-
-
-def load_json(path: Path, ctx: ParseContext) -> Any | None:
-    """Load a whole JSON file; on failure quarantine the file as one record and return None."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        ctx.quarantine(path, f"cannot read file: {e}", "io")
-        return None
-    if not data.strip():
-        ctx.quarantine(path, "empty file", "empty", data)
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        try:  # orjson rejects some valid JSON (e.g. NaN, lone surrogates); the stdlib is more lenient
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            pass
-        etype, reason = _classify_json_error(data, e, last=True)
-        if etype == "truncated" and data.rstrip()[-1:] in (b"}", b"]"):
-            etype, reason = "json", reason.replace("truncated JSON at end of file", "not valid JSON")
-        ctx.quarantine(path, reason, etype, data)
-        return None
-
-
-def json_records(path: Path, ctx: ParseContext, items: list[Any]) -> Iterator[Record]:
-    """Records for the elements of a JSON list (each counted; raw bytes re-serialized on demand)."""
-    for i, obj in enumerate(items):
-        ctx.seen_ok()
-        yield Record(path, i, None, None, obj)
-
-
-def raw_of(rec: Record) -> bytes:
-    if rec.raw is not None:
-        return rec.raw
-    try:
-        return orjson.dumps(rec.obj)
-    except TypeError:
-        return json.dumps(rec.obj, default=str).encode()
-
-
-def head(path: Path, n: int = HEAD_BYTES) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
-
-
-def first_json_line(head_bytes: bytes) -> dict[str, Any] | None:
-    """The first non-empty line of a JSONL head parsed as an object, or None."""
-    for line in io.BytesIO(head_bytes):
-        s = line.strip()
-        if not s:
-            continue
-        try:
-            obj = orjson.loads(s)
-        except orjson.JSONDecodeError:
-            return None
-        return obj if isinstance(obj, dict) else None
-    return None
-
-
 def parse_ts(value: Any) -> datetime | None:
     """ISO-8601 strings (with Z), epoch seconds/ms/ns numbers -> aware UTC datetime; None if unparsable."""
-    if value is None or value == "":
+    if isinstance(value, str):
+        try:  # fast path (Python 3.11+ parses a trailing Z)
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            s = value.strip()
+            if s.endswith(("Z", "z")):
+                s = s[:-1] + "+00:00"
+            try:
+                dt = datetime.fromisoformat(s)
+            except ValueError:
+                try:
+                    return parse_ts(float(s)) if s else None
+                except ValueError:
+                    return None
+        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     if isinstance(value, (int, float)):
         v = float(value)
+        if v != v or v in (float("inf"), float("-inf")):
+            return None
         if v > 1e17:
             v /= 1e9
         elif v > 1e14:
@@ -244,18 +97,6 @@ def parse_ts(value: Any) -> datetime | None:
             return datetime.fromtimestamp(v, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
             return None
-    if isinstance(value, str):
-        s = value.strip()
-        if s.endswith("Z"):
-            s = s[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(s)
-        except ValueError:
-            try:
-                return parse_ts(float(s))
-            except ValueError:
-                return None
-        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
     return None
 
 
@@ -352,6 +193,30 @@ class CallLinker:
 
     def unresolved(self) -> list[dict[str, Any]]:
         return [s for s in self.by_id.values() if not s.get("_has_result")]
+
+
+__all__ = [
+    "HEAD_BYTES",
+    "Adapter",
+    "CallLinker",
+    "ParseContext",
+    "ParsedTrajectory",
+    "QuarantinedRecord",
+    "Record",
+    "SourceUnit",
+    "as_text",
+    "describe_json_error",
+    "first_json_line",
+    "head",
+    "json_records",
+    "json_str",
+    "load_json",
+    "loads_lenient",
+    "parse_args",
+    "parse_ts",
+    "raw_of",
+    "read_jsonl",
+]
 
 
 class Adapter:

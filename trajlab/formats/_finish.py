@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from ..normalize import normalize_call
-from ..schema import SCHEMA_VERSION, STEP_KINDS, step_id, trajectory_id
-from ._base import ParsedTrajectory, SourceUnit, json_str, parse_args, parse_ts
+from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
+from ._base import ParsedTrajectory, SourceUnit, json_str, parse_ts
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
+_KINDS = frozenset(STEP_KINDS)
 
 
 def finish_trajectory(
@@ -28,31 +29,37 @@ def finish_trajectory(
     anomalies: list[str] = list(t.get("anomalies") or [])
     n_calls = n_err = 0
     agents: set[str] = set()
-    tok = dict.fromkeys(_TOKEN_FIELDS, 0)
-    tok_seen = dict.fromkeys(_TOKEN_FIELDS, False)
+    tok = [0, 0, 0, 0]
+    tok_seen = [False, False, False, False]
     first_ts = last_ts = None
-    index_of = {id(s): i for i, s in enumerate(steps)}
+    index_of: dict[int, int] | None = None
+    kinds = _KINDS
+    prefix = f"{tid}:"
     for i, s in enumerate(steps):
-        parent = s.pop("_parent", None)
-        if parent is not None and s.get("parent_step_index") is None:
-            s["parent_step_index"] = index_of.get(id(parent))
+        if "_parent" in s:
+            parent = s.pop("_parent")
+            if parent is not None and s.get("parent_step_index") is None:
+                if index_of is None:
+                    index_of = {id(x): k for k, x in enumerate(steps)}
+                s["parent_step_index"] = index_of.get(id(parent))
         s.pop("_has_result", None)
         s["trajectory_id"] = tid
         s["step_index"] = i
-        s["step_id"] = step_id(tid, i)
+        s["step_id"] = prefix + str(i)
         kind = s.get("kind")
-        if kind not in STEP_KINDS:
+        if kind not in kinds:
             anomalies.append(f"step {i}: unknown kind {kind!r} stored as system")
             s["kind"] = kind = "system"
-        agent = s.get("agent_id") or "main"
-        s["agent_id"] = agent
-        if agent != "main":
+        agent = s.get("agent_id")
+        if not agent:
+            s["agent_id"] = "main"
+        elif agent != "main":
             agents.add(agent)
         if kind == "tool_call":
             n_calls += 1
             args = s.get("arguments")
             if s.get("tool") is None:
-                info = normalize_call(s.get("tool_name"), parse_args(args))
+                info = normalize_call(s.get("tool_name"), args)
                 s["tool"] = info.tool
                 if not s.get("programs"):
                     s["programs"] = list(info.programs)
@@ -64,21 +71,24 @@ def finish_trajectory(
                 s["arguments"] = json_str(args)
         if s.get("is_error"):
             n_err += 1
-        if isinstance(s.get("metadata"), (dict, list)):
-            s["metadata"] = json_str(s["metadata"])
+        md = s.get("metadata")
+        if md is not None and not isinstance(md, str):
+            s["metadata"] = json_str(md)
         ts = s.get("timestamp")
-        if ts is not None and not isinstance(ts, datetime):
-            ts = s["timestamp"] = parse_ts(ts)
         if ts is not None:
-            if first_ts is None or ts < first_ts:
-                first_ts = ts
-            if last_ts is None or ts > last_ts:
-                last_ts = ts
-        for f in _TOKEN_FIELDS:
-            v = s.get(f)
-            if v is not None:
-                tok[f] += v
-                tok_seen[f] = True
+            if type(ts) is not datetime or ts.tzinfo is None:
+                ts = s["timestamp"] = parse_ts(ts)
+            if ts is not None:
+                if first_ts is None or ts < first_ts:
+                    first_ts = ts
+                if last_ts is None or ts > last_ts:
+                    last_ts = ts
+        if "input_tokens" in s or "output_tokens" in s or "reasoning_tokens" in s or "cached_tokens" in s:
+            for k, f in enumerate(_TOKEN_FIELDS):
+                v = s.get(f)
+                if v is not None:
+                    tok[k] += v
+                    tok_seen[k] = True
     if defaults:
         for k, v in defaults.items():
             if k == "tags":
@@ -98,9 +108,9 @@ def finish_trajectory(
     t["n_tool_calls"] = n_calls
     t["n_errors"] = n_err
     t["n_subagents"] = len(agents)
-    for f in _TOKEN_FIELDS:
-        if t.get(f) is None and tok_seen[f]:
-            t[f] = tok[f]
+    for k, f in enumerate(_TOKEN_FIELDS):
+        if t.get(f) is None and tok_seen[k]:
+            t[f] = tok[k]
     if t.get("total_tokens") is None and (
         t.get("input_tokens") is not None or t.get("output_tokens") is not None
     ):

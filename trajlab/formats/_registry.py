@@ -11,6 +11,7 @@ A plugin package exposes a module under the `trajlab` entry-point group with::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -40,9 +41,16 @@ def plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
+_LOAD_ERRORS: list[str] = []
+
+
 @cache
 def adapters() -> tuple[Adapter, ...]:
-    """Every registered adapter, most specific first."""
+    """Every registered adapter, most specific first.
+
+    A plugin whose hook fails (a broken import, a missing class) is reported by `load_errors()` and a
+    warning; the adapters registered before the failure, and every other plugin's, stay available.
+    """
     found: list[type[Adapter]] = []
 
     def register(cls: type[Adapter]) -> None:
@@ -52,8 +60,20 @@ def adapters() -> tuple[Adapter, ...]:
             raise ValueError(f"two adapters are named {cls.name!r}")
         found.append(cls)
 
-    plugin_manager().hook.register_adapters(register=register)
+    for impl in plugin_manager().hook.register_adapters.get_hookimpls():
+        try:
+            impl.function(register=register)
+        except Exception as e:  # one broken plugin must not disable the others
+            msg = f"adapter plugin {impl.plugin_name!r} failed to register: {type(e).__name__}: {e}"
+            _LOAD_ERRORS.append(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return tuple(sorted((cls() for cls in found), key=lambda a: (a.priority, a.name)))
+
+
+def load_errors() -> list[str]:
+    """Problems met while registering adapter plugins (empty when all loaded)."""
+    adapters()
+    return list(_LOAD_ERRORS)
 
 
 def get_adapter(name: str) -> Adapter:

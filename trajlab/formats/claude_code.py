@@ -40,10 +40,20 @@ _EXIT_RE = re.compile(r"^Exit code (-?\d+)")
 _NOISE_PREFIXES = (
     "<command-name>",
     "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
     "<command-message>",
+    "<task-notification>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
     "[Request interrupted",
     "Caveat:",
 )
+_SLASH_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_SLASH_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _SUBAGENT_TOOLS = {"Task", "Agent"}
 
 
@@ -52,6 +62,27 @@ def _usage_tokens(usage: dict[str, Any]) -> dict[str, int | None]:
     cc = usage.get("cache_creation_input_tokens") or 0
     cr = usage.get("cache_read_input_tokens") or 0
     return {"input_tokens": inp + cc + cr, "output_tokens": usage.get("output_tokens"), "cached_tokens": cr}
+
+
+def _slash_prompt(text: str) -> str | None:
+    """`/cmd args` for a slash-command message that carries arguments (the user's real request)."""
+    if "<command-name>" not in text[:400]:
+        return None
+    args = _SLASH_ARGS.search(text)
+    if not args or not args.group(1).strip():
+        return None
+    name = _SLASH_NAME.search(text)
+    return f"{name.group(1) if name else ''} {args.group(1).strip()}".strip()
+
+
+def _user_kind(text: str, is_meta: bool) -> tuple[str, str]:
+    """(kind, text) of a plain user message: harness noise is `system`; slash commands keep their args."""
+    prompt = _slash_prompt(text)
+    if prompt is not None:
+        return "user", prompt
+    if is_meta or text.lstrip().startswith(_NOISE_PREFIXES):
+        return "system", text
+    return "user", text
 
 
 class _Transcript:
@@ -63,14 +94,17 @@ class _Transcript:
         self.steps: list[dict[str, Any]] = []
         self.anomalies: list[str] = []
         self.link = CallLinker(self.steps, self.anomalies)
-        self.seen_messages: set[str] = set()
+        self.usage_step: dict[str, dict[str, Any]] = {}  # message id -> step that carries its tokens
+        self.usage: dict[str, dict[str, int | None]] = {}  # message id -> latest token counts
         self.models: list[str] = []
         self.task: str | None = None
         self.meta: dict[str, Any] = {}
         self.version: str | None = None
         self.session_id: str | None = None
         self.spawned: dict[str, str] = {}  # agentId -> spawning call id
-        self.progress: dict[str, list[dict[str, Any]]] = {}  # parent tool use id -> embedded sub-agent lines
+        # parent tool use id -> embedded sub-agent lines (line number, message), deduplicated by uuid
+        self.progress: dict[str, list[tuple[int | None, dict[str, Any]]]] = {}
+        self.progress_seen: set[str] = set()
         self.progress_agent: dict[str, str] = {}  # parent tool use id -> agentId
         self.last_uuid: str | None = None
         self.pending_compaction: dict[str, Any] | None = None
@@ -107,7 +141,7 @@ class ClaudeCodeAdapter(Adapter):
     def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
         is_subagent_file = unit.primary.parent.name == "subagents" and unit.primary.name.startswith("agent-")
         main_agent = unit.primary.stem.removeprefix("agent-") if is_subagent_file else "main"
-        main = _Transcript(main_agent if is_subagent_file else "main", 0)
+        main = _Transcript(main_agent, 0)
         self._read(unit.primary, ctx, main)
         if ctx.records_ingested == 0:
             return
@@ -120,14 +154,15 @@ class ClaudeCodeAdapter(Adapter):
         anomalies = list(main.anomalies)
         for tr in subs.values():
             anomalies += [f"sub-agent {tr.agent_id}: {a}" for a in tr.anomalies]
-        # Sub-agents known only from agent_progress lines (no transcript file).
+        # Sub-agents known only from agent_progress lines (no transcript file, older versions).
         for parent_call, lines in main.progress.items():
             aid = main.progress_agent.get(parent_call) or f"task-{parent_call[-8:]}"
             if aid in subs:
                 continue
             tr = _Transcript(aid, 1)
-            for obj in lines:
-                self._line(obj, None, tr)
+            for line, obj in lines:
+                if isinstance(obj, dict) and "type" in obj:
+                    self._line(obj, line, tr)
             subs[aid] = tr
             main.spawned.setdefault(aid, parent_call)
         steps = self._splice(main, subs, anomalies)
@@ -151,6 +186,11 @@ class ClaudeCodeAdapter(Adapter):
             "anomalies": anomalies,
             "metadata": {**main.meta, **({"models": models} if len(set(models)) > 1 else {})} or None,
         }
+        # Token totals: once per API response (message id), over the session and its sub-agents.
+        usages = [u for tr in (main, *subs.values()) for u in tr.usage.values()]
+        if usages:
+            for k in ("input_tokens", "output_tokens", "cached_tokens"):
+                t[k] = sum(u.get(k) or 0 for u in usages)
         native = main.session_id or unit.primary.stem
         if is_subagent_file:
             native = f"{native}/{main_agent}"
@@ -160,164 +200,181 @@ class ClaudeCodeAdapter(Adapter):
 
     def _read(self, path: Path, ctx: ParseContext, tr: _Transcript) -> None:
         for rec in read_jsonl(path, ctx):
-            if not isinstance(rec.obj, dict) or "type" not in rec.obj:
+            if type(rec.obj) is not dict or "type" not in rec.obj:
                 ctx.reject(rec, f"{path.name} line {rec.line}: not a transcript line (no `type`)")
                 continue
             self._line(rec.obj, rec.line, tr)
 
     def _line(self, d: dict[str, Any], line: int | None, tr: _Transcript) -> None:
         typ = d.get("type")
-        ts = d.get("timestamp")
-        tr.session_id = tr.session_id or d.get("sessionId")
-        if d.get("version") and not tr.version:
-            tr.version = d["version"]
-            tr.meta = {k: d[k] for k in ("cwd", "gitBranch", "slug") if d.get(k)}
         if typ == "progress":
-            data = d.get("data") or {}
-            if data.get("type") == "agent_progress" and isinstance(data.get("message"), dict):
+            data = d.get("data")
+            if isinstance(data, dict) and data.get("type") == "agent_progress":
+                msg = data.get("message")
                 parent = d.get("parentToolUseID") or data.get("parentToolUseID")
-                if parent:
-                    tr.progress.setdefault(parent, []).append(data["message"])
+                if isinstance(msg, dict) and parent:
+                    key = msg.get("uuid") or str(line)
+                    if key not in tr.progress_seen:
+                        tr.progress_seen.add(key)
+                        tr.progress.setdefault(parent, []).append((line, msg))
                     if data.get("agentId"):
-                        tr.progress_agent[parent] = data["agentId"]
+                        tr.progress_agent[parent] = str(data["agentId"])
             return
         if typ in ("file-history-snapshot", "queue-operation", "summary"):
             if typ == "summary" and d.get("summary"):
                 tr.meta.setdefault("title", d["summary"])
             return
+        ts = d.get("timestamp")
+        if tr.session_id is None:
+            tr.session_id = d.get("sessionId")
+        if tr.version is None and d.get("version"):
+            tr.version = d["version"]
+            tr.meta = {k: d[k] for k in ("cwd", "gitBranch", "slug") if d.get(k)}
         uuid = d.get("uuid")
         parent = d.get("parentUuid")
-        base = {"agent_id": tr.agent_id, "depth": tr.depth, "timestamp": ts, "source_line": line}
+        base: dict[str, Any] = {
+            "agent_id": tr.agent_id,
+            "depth": tr.depth,
+            "timestamp": ts,
+            "source_line": line,
+        }
         if parent and tr.last_uuid and parent != tr.last_uuid and typ in ("user", "assistant"):
-            base["metadata"] = {"uuid": uuid, "parent_uuid": parent}
+            base["metadata"] = {"uuid": uuid, "parent_uuid": parent}  # a branch (rewind, retry)
         if uuid:
             tr.last_uuid = uuid
         if typ == "system":
-            sub = d.get("subtype")
-            if sub == "compact_boundary":
-                meta = d.get("compactMetadata") or {}
-                step = {
-                    **base,
-                    "kind": "compaction",
-                    "role": "system",
-                    "text": d.get("content"),
-                    "metadata": meta,
-                }
-                tr.steps.append(step)
-                tr.pending_compaction = step
-            elif sub == "api_error":
-                tr.steps.append(
-                    {
-                        **base,
-                        "kind": "system",
-                        "role": "api_error",
-                        "text": as_text(d.get("content")) or str(d.get("error")),
-                        "is_error": True,
-                    }
-                )
-            elif sub == "local_command":
-                tr.steps.append(
-                    {**base, "kind": "system", "role": "local_command", "text": as_text(d.get("content"))}
-                )
+            self._system(d, base, tr)
             return
         msg = d.get("message")
         if not isinstance(msg, dict):
             return
         if typ == "assistant":
-            mid = msg.get("id")
-            model = msg.get("model")
-            if model and model != "<synthetic>" and model not in tr.models:
-                tr.models.append(model)
-            usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
-            first_of_message = bool(mid) and mid not in tr.seen_messages
-            if mid:
-                tr.seen_messages.add(mid)
-            content = msg.get("content")
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
-            for b in blocks:
-                if not isinstance(b, dict):
-                    continue
-                bt = b.get("type")
-                if bt == "text":
-                    step = {**base, "kind": "assistant", "role": "assistant", "text": b.get("text")}
-                elif bt in ("thinking", "redacted_thinking"):
-                    step = {**base, "kind": "reasoning", "role": "assistant", "text": b.get("thinking")}
-                elif bt in ("tool_use", "server_tool_use"):
-                    step = {
-                        **base,
-                        "kind": "tool_call",
-                        "role": "assistant",
-                        "tool_name": b.get("name"),
-                        "arguments": b.get("input"),
-                        "call_id": b.get("id"),
-                    }
-                    if b.get("name") in _SUBAGENT_TOOLS:
-                        step["tool"] = "subagent"
-                        step["modality"] = "compute"
-                    tr.link.call(step)
-                    if first_of_message and usage:
-                        step.update(_usage_tokens(usage))
-                        first_of_message = False
-                    continue
-                else:
-                    continue
-                if first_of_message and usage:
-                    step.update(_usage_tokens(usage))
-                    first_of_message = False
+            self._assistant(msg, base, tr)
+        elif typ == "user":
+            self._user(d, msg, base, tr)
+
+    def _system(self, d: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
+        sub = d.get("subtype")
+        if sub == "compact_boundary":
+            step = {
+                **base,
+                "kind": "compaction",
+                "role": "system",
+                "text": d.get("content"),
+                "metadata": d.get("compactMetadata") or {},
+            }
+            tr.steps.append(step)
+            tr.pending_compaction = step
+        elif sub == "api_error":
+            text = as_text(d.get("content")) or str(d.get("error"))
+            tr.steps.append({**base, "kind": "system", "role": "api_error", "text": text, "is_error": True})
+        elif sub == "local_command":
+            tr.steps.append(
+                {**base, "kind": "system", "role": "local_command", "text": as_text(d.get("content"))}
+            )
+
+    def _assistant(self, msg: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
+        mid = msg.get("id")
+        model = msg.get("model")
+        if model and model != "<synthetic>" and model not in tr.models:
+            tr.models.append(model)
+        usage = msg.get("usage")
+        tokens = _usage_tokens(usage) if isinstance(usage, dict) else None
+        if tokens is not None and mid:
+            # Each line of a split response repeats `usage`; the last one has the final output count.
+            prev = tr.usage.get(mid)
+            if prev is None or (tokens["output_tokens"] or 0) >= (prev["output_tokens"] or 0):
+                tr.usage[mid] = tokens
+                owner = tr.usage_step.get(mid)
+                if owner is not None:
+                    owner.update(tokens)
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            bt = b.get("type")
+            if bt == "text":
+                text = b.get("text")
+                if not text or not text.strip():
+                    continue  # whitespace-only blocks carry nothing but the repeated usage
+                step = {**base, "kind": "assistant", "role": "assistant", "text": text}
                 tr.steps.append(step)
-            return
-        if typ == "user":
-            content = msg.get("content")
-            if isinstance(content, str) or (
-                isinstance(content, list)
-                and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-            ):
-                text = as_text(content) or ""
-                if d.get("isCompactSummary"):
-                    if tr.pending_compaction is not None and not tr.pending_compaction.get("_summary"):
-                        tr.pending_compaction["text"] = text
-                        tr.pending_compaction["_summary"] = True
-                    else:
-                        tr.steps.append({**base, "kind": "compaction", "role": "user", "text": text})
-                    return
-                noise = d.get("isMeta") or text.lstrip().startswith(_NOISE_PREFIXES)
-                kind = "system" if noise else "user"
-                tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
-                if kind == "user" and tr.task is None and "<system-reminder>" not in text[:20]:
-                    tr.task = text
+            elif bt in ("thinking", "redacted_thinking"):
+                step = {**base, "kind": "reasoning", "role": "assistant", "text": b.get("thinking")}
+                tr.steps.append(step)
+            elif bt in ("tool_use", "server_tool_use"):
+                step = {
+                    **base,
+                    "kind": "tool_call",
+                    "role": "assistant",
+                    "tool_name": b.get("name"),
+                    "arguments": b.get("input"),
+                    "call_id": b.get("id"),
+                }
+                if b.get("name") in _SUBAGENT_TOOLS:
+                    step["tool"] = "subagent"
+                    step["modality"] = "compute"
+                tr.link.call(step)
+            elif bt == "web_search_tool_result":  # a server tool's result inside the response
+                tr.link.result(b.get("tool_use_id"), orphan={**base}, output=as_text(b.get("content")))
+                continue
+            else:
+                continue
+            if mid and tokens is not None and mid not in tr.usage_step:
+                tr.usage_step[mid] = step
+                step.update(tr.usage[mid])
+
+    def _user(self, d: dict[str, Any], msg: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
+        content = msg.get("content")
+        if isinstance(content, str) or (
+            isinstance(content, list)
+            and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        ):
+            text = as_text(content) or ""
+            if d.get("isCompactSummary"):
+                if tr.pending_compaction is not None and not tr.pending_compaction.get("_summary"):
+                    tr.pending_compaction["text"] = text
+                    tr.pending_compaction["_summary"] = True
+                else:
+                    tr.steps.append({**base, "kind": "compaction", "role": "user", "text": text})
                 return
-            tur = d.get("toolUseResult")
-            for b in content:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "tool_result":
-                    cid = b.get("tool_use_id")
-                    out = as_text(b.get("content"))
-                    is_err = bool(b.get("is_error"))
-                    fields: dict[str, Any] = {"output": out, "is_error": is_err}
-                    if isinstance(tur, dict):
-                        if tur.get("stderr"):
-                            fields["stderr"] = tur["stderr"]
-                        if tur.get("interrupted"):
-                            fields["timed_out"] = True
-                        if tur.get("agentId"):
-                            tr.spawned[str(tur["agentId"])] = cid
-                        dur = tur.get("durationMs") or tur.get("totalDurationMs")
-                        if isinstance(dur, (int, float)):
-                            fields["duration_s"] = dur / 1000.0
-                    if out and is_err:
-                        m = _EXIT_RE.match(out)
-                        if m:
-                            fields["exit_code"] = int(m.group(1))
-                        if "timed out" in out[:200].lower():
-                            fields["timed_out"] = True
-                    tr.link.result(cid, orphan={**base}, **fields)
-                elif b.get("type") == "text" and b.get("text"):
-                    text = b["text"]
-                    noise = text.lstrip().startswith(_NOISE_PREFIXES)
-                    tr.steps.append(
-                        {**base, "kind": "system" if noise else "user", "role": "user", "text": text}
-                    )
+            kind, text = _user_kind(text, bool(d.get("isMeta")))
+            tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
+            if kind == "user" and tr.task is None:
+                tr.task = text
+            return
+        tur = d.get("toolUseResult")
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_result":
+                cid = b.get("tool_use_id")
+                out = as_text(b.get("content"))
+                is_err = bool(b.get("is_error"))
+                fields: dict[str, Any] = {"output": out, "is_error": is_err}
+                if isinstance(tur, dict):
+                    if tur.get("stderr"):
+                        fields["stderr"] = tur["stderr"]
+                    if tur.get("interrupted"):
+                        fields["timed_out"] = True
+                    if tur.get("agentId"):
+                        tr.spawned[str(tur["agentId"])] = cid
+                    dur = tur.get("durationMs") or tur.get("totalDurationMs")
+                    if isinstance(dur, (int, float)):
+                        fields["duration_s"] = dur / 1000.0
+                if out and is_err:
+                    m = _EXIT_RE.match(out)
+                    if m:
+                        fields["exit_code"] = int(m.group(1))
+                    if "timed out" in out[:200].lower():
+                        fields["timed_out"] = True
+                tr.link.result(cid, orphan={**base}, **fields)
+            elif b.get("type") == "text" and b.get("text"):
+                kind, text = _user_kind(b["text"], bool(d.get("isMeta")))
+                tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
+                if kind == "user" and tr.task is None:
+                    tr.task = text
 
     # -- splicing sub-agents ----------------------------------------------------------------------
 
