@@ -44,6 +44,7 @@ from ._base import (
     read_jsonl,
 )
 from ._finish import outcome_from_reward
+from ._typed import typed_rows
 
 _MSG_KEYS = ("messages", "conversations", "conversation", "trajectory")
 _ROLES = {
@@ -97,6 +98,15 @@ _SWE_AGENT_CMDS = {
     "find_file",
     "submit",
 }
+
+
+def _sid(v: Any) -> str | None:
+    """An id usable as a key: strings and integers only."""
+    if isinstance(v, str) and v:
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    return None
 
 
 def _looks_like_message(d: Any) -> bool:
@@ -291,9 +301,9 @@ class _Conversation:
                 "kind": "tool_call",
                 "tool_name": fn.get("name"),
                 "arguments": parse_args(fn.get("arguments", fn.get("input"))),
-                "call_id": c.get("id"),
+                "call_id": _sid(c.get("id")),
             }
-            if c.get("id"):
+            if step["call_id"]:
                 self.link.call(step)
             else:
                 self.steps.append(step)
@@ -327,7 +337,8 @@ class _Conversation:
             return (out, {}) if out else None
         term = _terminus_json(text)
         if term is not None:
-            cmds = [c for c in term.get("commands") or [] if isinstance(c, dict)]
+            raw_cmds = term.get("commands")
+            cmds = [c for c in raw_cmds if isinstance(c, dict)] if isinstance(raw_cmds, list) else []
             meta = {"task_complete": term["task_complete"]} if "task_complete" in term else {}
             self.embedded_kinds.add("terminus_json")
             return [("bash_command", c) for c in cmds], meta
@@ -365,7 +376,7 @@ class _Conversation:
 
     def _tool(self, m: dict[str, Any], text: str | None, base: dict[str, Any]) -> None:
         fields = self._result_fields(text)
-        cid = m.get("tool_call_id") or m.get("tool_use_id")
+        cid = _sid(m.get("tool_call_id")) or _sid(m.get("tool_use_id"))
         if cid:
             self.link.result(cid, orphan={**base, "tool_name": m.get("name")}, **fields)
             self.fifo = [s for s in self.fifo if s.get("call_id") != cid]
@@ -484,6 +495,7 @@ class ChatMessagesAdapter(Adapter):
         native = row.get("traj_id") or row.get("trajectory_id") or row.get("id")
         if native is None and row.get("instance_id"):
             native = "/".join(str(x) for x in (row.get("run_id"), row["instance_id"]) if x)
+        typed_rows(t, conv.steps)
         yield ParsedTrajectory(
             t, conv.steps, native_key=None if native is None else str(native), locator=locator
         )
@@ -518,6 +530,7 @@ class ChatMessagesAdapter(Adapter):
             "episodes": [r.get("episode") for _, r in rows],
             "rows": [n for n, _ in rows],
         }
+        typed_rows(t, conv.steps)
         yield ParsedTrajectory(
             t, conv.steps, native_key=f"{run_id}/{trial}", locator=f"run={run_id};trial={trial}"
         )
@@ -527,8 +540,12 @@ class ChatMessagesAdapter(Adapter):
         meta = {k: v for k, v in row.items() if k not in _MAPPED and k != source}
         if conv.embedded:
             meta["actions_parsed_from_text"] = conv.embedded
-        harness = row.get("agent")
-        names = {s.get("tool_name") for s in conv.steps if s.get("kind") == "tool_call"}
+        harness = row.get("agent") if isinstance(row.get("agent"), str) else None
+        names = {
+            s.get("tool_name")
+            for s in conv.steps
+            if s.get("kind") == "tool_call" and isinstance(s.get("tool_name"), str)
+        }
         if not harness:
             if key == "trajectory" or conv.embedded_kinds & {"function_xml", "fenced_block"}:
                 harness = "swe-agent"

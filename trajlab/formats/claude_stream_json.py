@@ -35,22 +35,45 @@ from ._base import (
     parse_args,
     read_jsonl,
 )
+from ._typed import typed_rows
 
 _SUBAGENT_TOOLS = {"Task", "Agent"}
 _DROP_TYPES = {"control_request", "control_response", "control_cancel_request", "keep_alive"}
 _EXIT_RE = re.compile(r"^Exit code (-?\d+)")
+# SSE delta type -> (field of the delta, field of the content block it extends)
+_DELTA_FIELDS = {
+    "text_delta": ("text", "text"),
+    "thinking_delta": ("thinking", "thinking"),
+    "input_json_delta": ("partial_json", "_json"),
+}
+
+
+def _sid(v: Any) -> str | None:
+    """An id usable as a key: strings and integers only (malformed lines may hold anything)."""
+    if isinstance(v, str) and v:
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    return None
+
+
+def _num(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def _usage_tokens(usage: dict[str, Any]) -> dict[str, int | None]:
-    inp = usage.get("input_tokens") or 0
-    cc = usage.get("cache_creation_input_tokens") or 0
-    cr = usage.get("cache_read_input_tokens") or 0
-    return {"input_tokens": inp + cc + cr, "output_tokens": usage.get("output_tokens"), "cached_tokens": cr}
+    inp = _num(usage.get("input_tokens"))
+    cc = _num(usage.get("cache_creation_input_tokens"))
+    cr = _num(usage.get("cache_read_input_tokens"))
+    out = usage.get("output_tokens")
+    return {"input_tokens": inp + cc + cr, "output_tokens": out if _num(out) else None, "cached_tokens": cr}
 
 
 def _stream_marker(obj: dict[str, Any]) -> bool | None:
     """True if a line is unmistakably stream-json, False if it is something else, None if undecided."""
     typ = obj.get("type")
+    if not isinstance(typ, (str, type(None))):
+        return False
     if typ in _DROP_TYPES or ("type" not in obj and isinstance(obj.get("response"), dict)):
         return None  # SDK control traffic: look at the next line
     if typ == "system":
@@ -121,12 +144,14 @@ class ClaudeStreamJsonAdapter(Adapter):
                 ctx.reject(rec, f"line {rec.line}: expected a JSON object, got {type(d).__name__}")
                 continue
             typ = d.get("type")
-            if typ in _DROP_TYPES or ("type" not in d and isinstance(d.get("response"), dict)):
-                continue
-            if typ is None:
+            if "type" not in d and isinstance(d.get("response"), dict):
+                continue  # an SDK control response whose type was lost in conversion
+            if not isinstance(typ, str):
                 ctx.reject(rec, f"line {rec.line}: not a stream-json message (no `type`)")
                 continue
-            sid = d.get("session_id")
+            if typ in _DROP_TYPES:
+                continue
+            sid = _sid(d.get("session_id"))
             if typ == "system" and d.get("subtype") == "init" and sess.session_id and sid != sess.session_id:
                 yield from self._finish(sess)
                 sess = _Session()
@@ -141,7 +166,7 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _line(self, d: dict[str, Any], line: int | None, s: _Session) -> None:
         typ = d.get("type")
-        parent = d.get("parent_tool_use_id")
+        parent = _sid(d.get("parent_tool_use_id"))
         agent = s.agent_of_call.get(parent) or (f"task-{parent[-8:]}" if parent else "main")
         base: dict[str, Any] = {"agent_id": agent, "depth": 1 if parent else 0, "source_line": line}
         if parent:
@@ -174,7 +199,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 if d.get(k) not in (None, [], ""):
                     s.meta[k] = d[k]
         elif sub == "task_started":
-            tid, call = d.get("task_id"), d.get("tool_use_id")
+            tid, call = _sid(d.get("task_id")), _sid(d.get("tool_use_id"))
             if tid and call:
                 s.agent_of_call[call] = str(tid)
                 step = s.link.get(call)
@@ -193,8 +218,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             )
 
     def _assistant(self, msg: dict[str, Any], base: dict[str, Any], s: _Session) -> None:
-        mid = msg.get("id")
-        model = msg.get("model")
+        mid = _sid(msg.get("id"))
+        model = msg.get("model") if isinstance(msg.get("model"), str) else None
         if model and model != "<synthetic>" and model not in s.models:
             s.models.append(model)
         usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
@@ -218,9 +243,9 @@ class ClaudeStreamJsonAdapter(Adapter):
                     "role": "assistant",
                     "tool_name": b.get("name"),
                     "arguments": b.get("input"),
-                    "call_id": b.get("id"),
+                    "call_id": _sid(b.get("id")),
                 }
-                if b.get("name") in _SUBAGENT_TOOLS:
+                if _sid(b.get("name")) in _SUBAGENT_TOOLS:
                     step["tool"], step["modality"] = "subagent", "compute"
             else:
                 continue
@@ -236,8 +261,8 @@ class ClaudeStreamJsonAdapter(Adapter):
 
     def _user(self, msg: dict[str, Any], d: dict[str, Any], base: dict[str, Any], s: _Session) -> None:
         content = msg.get("content")
-        if isinstance(content, str) or not any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in content or []
+        if not isinstance(content, list) or not any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         ):
             text = as_text(content) or ""
             s.steps.append({**base, "kind": "user", "role": "user", "text": text})
@@ -253,7 +278,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 continue
             if b.get("type") != "tool_result":
                 continue
-            cid = b.get("tool_use_id")
+            cid = _sid(b.get("tool_use_id"))
             out = as_text(b.get("content"))
             is_err = bool(b.get("is_error"))
             fields: dict[str, Any] = {"output": out, "is_error": is_err}
@@ -262,7 +287,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                     fields["stderr"] = tur["stderr"]
                 if tur.get("interrupted"):
                     fields["timed_out"] = True
-                if tur.get("agentId") and cid:
+                if _sid(tur.get("agentId")) and cid:
                     s.agent_of_call.setdefault(cid, str(tur["agentId"]))
                 dur = tur.get("durationMs") or tur.get("totalDurationMs")
                 if isinstance(dur, (int, float)):
@@ -279,8 +304,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             return
         et = ev.get("type")
         if et == "message_start":
-            msg = ev.get("message") or {}
-            mid = msg.get("id")
+            msg = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+            mid = _sid(msg.get("id"))
             if mid:
                 s.current_partial = mid
                 s.partial[mid] = {**msg, "content": [], "_base": base}
@@ -290,22 +315,21 @@ class ClaudeStreamJsonAdapter(Adapter):
         if cur is None:
             return
         if et == "content_block_start":
-            block = dict(ev.get("content_block") or {})
+            block = dict(ev["content_block"]) if isinstance(ev.get("content_block"), dict) else {}
             block["_json"] = ""
             cur["content"].append(block)
         elif et == "content_block_delta" and cur["content"]:
-            block, delta = cur["content"][-1], ev.get("delta") or {}
-            dt = delta.get("type")
-            if dt == "text_delta":
-                block["text"] = (block.get("text") or "") + (delta.get("text") or "")
-            elif dt == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + (delta.get("thinking") or "")
-            elif dt == "input_json_delta":
-                block["_json"] += delta.get("partial_json") or ""
+            block = cur["content"][-1]
+            delta = ev.get("delta") if isinstance(ev.get("delta"), dict) else {}
+            field = _DELTA_FIELDS.get(delta.get("type")) if isinstance(delta.get("type"), str) else None
+            if field is not None and isinstance(delta.get(field[0]), str):
+                prev = block.get(field[1])
+                block[field[1]] = (prev if isinstance(prev, str) else "") + delta[field[0]]
         elif et == "message_delta":
             usage = ev.get("usage")
             if isinstance(usage, dict):
-                cur["usage"] = {**(cur.get("usage") or {}), **usage}
+                prev = cur.get("usage") if isinstance(cur.get("usage"), dict) else {}
+                cur["usage"] = {**prev, **usage}
         elif et == "message_stop":
             cur["_stopped"] = True
             s.current_partial = None
@@ -329,9 +353,9 @@ class ClaudeStreamJsonAdapter(Adapter):
             inp = out = cached = 0
             for m in mu.values():
                 if isinstance(m, dict):
-                    cr = m.get("cacheReadInputTokens") or 0
-                    inp += (m.get("inputTokens") or 0) + (m.get("cacheCreationInputTokens") or 0) + cr
-                    out += m.get("outputTokens") or 0
+                    cr = _num(m.get("cacheReadInputTokens"))
+                    inp += _num(m.get("inputTokens")) + _num(m.get("cacheCreationInputTokens")) + cr
+                    out += _num(m.get("outputTokens"))
                     cached += cr
             t["input_tokens"], t["output_tokens"], t["cached_tokens"] = inp, out, cached
             for name in mu:
@@ -392,4 +416,5 @@ class ClaudeStreamJsonAdapter(Adapter):
         if "exit_status" not in t:
             s.anomalies.append("no result line: the run did not finish (or the stream was cut)")
         loc = f"session={s.session_id}" if s.session_id else None
+        typed_rows(t, s.steps)
         yield ParsedTrajectory(t, s.steps, native_key=s.session_id, locator=loc)

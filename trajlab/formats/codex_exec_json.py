@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, read_jsonl
+from ._typed import typed_rows
 
 _EVENT_TYPES = {
     "thread.started",
@@ -47,8 +48,14 @@ _FAILED = {"failed", "declined", "errored"}
 
 
 def _item_type(item: dict[str, Any]) -> str | None:
-    it = item.get("type") or item.get("item_type") or item.get("details", {}).get("type")
+    it = item.get("type") or item.get("item_type")
+    if not isinstance(it, str):
+        return None
     return "agent_message" if it == "assistant_message" else it
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
 def _mcp_output(item: dict[str, Any]) -> str | None:
@@ -119,7 +126,8 @@ class CodexExecJsonAdapter(Adapter):
                     anomalies.append(f"second thread {d.get('thread_id')} in the same stream")
                 if thread:  # a resumed exec process numbers its items from item_0 again
                     self._close(items, anomalies)
-                thread = thread or d.get("thread_id")
+                tid = d.get("thread_id")
+                thread = thread or (str(tid) if isinstance(tid, (str, int)) and tid != "" else None)
             elif typ == "turn.started":
                 turns += 1
             elif typ == "turn.completed":
@@ -165,12 +173,16 @@ class CodexExecJsonAdapter(Adapter):
                 )
             elif typ in ("item.started", "item.updated", "item.completed"):
                 item = d.get("item")
-                if not isinstance(item, dict) or not item.get("id"):
+                if (
+                    not isinstance(item, dict)
+                    or not isinstance(item.get("id"), (str, int))
+                    or item["id"] == ""
+                ):
                     ctx.reject(rec, f"line {rec.line}: {typ} without an item id")
                     continue
                 self._item(item, typ, rec.line, steps, items, anomalies)
             elif typ == "request_user_input":
-                qs = d.get("questions") or []
+                qs = _list(d.get("questions"))
                 text = "\n".join(as_text(q.get("question") if isinstance(q, dict) else q) or "" for q in qs)
                 steps.append(
                     {"kind": "assistant", "role": "assistant", "text": text, "source_line": rec.line}
@@ -193,6 +205,7 @@ class CodexExecJsonAdapter(Adapter):
         t.setdefault("exit_status", "completed" if turns and not failed_turns else None)
         t["metadata"] = {"thread_id": thread, "turns": turns, "failed_turns": failed_turns}
         t["anomalies"] = anomalies
+        t, steps = typed_rows(t, steps)
         yield ParsedTrajectory(t, steps, native_key=thread)
 
     @staticmethod
@@ -223,7 +236,7 @@ class CodexExecJsonAdapter(Adapter):
             items[iid] = step
             steps.append(step)
         done = event == "item.completed"
-        status = item.get("status")
+        status = item.get("status") if isinstance(item.get("status"), str) else None
         if it == "agent_message":
             step.update(kind="assistant", role="assistant", text=item.get("text"))
         elif it == "reasoning":
@@ -257,7 +270,7 @@ class CodexExecJsonAdapter(Adapter):
                 step["is_error"] = code != 0
                 step["timed_out"] = code == 124
         elif it == "file_change":
-            changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+            changes = [c for c in _list(item.get("changes")) if isinstance(c, dict)]
             step["tool_name"] = "apply_patch"
             step["arguments"] = {"changes": changes}
             step["output"] = "\n".join(f"{c.get('kind')} {c.get('path')}" for c in changes) or None
@@ -288,7 +301,7 @@ class CodexExecJsonAdapter(Adapter):
             step["tool_name"] = "web_search"
             step["arguments"] = {"query": item.get("query"), "action": item.get("action")}
         elif it == "todo_list":
-            todo = [x for x in item.get("items") or [] if isinstance(x, dict)]
+            todo = [x for x in _list(item.get("items")) if isinstance(x, dict)]
             step["tool_name"] = "todo_list"
             step["arguments"] = {"items": todo}
             step["output"] = "\n".join(

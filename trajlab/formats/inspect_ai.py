@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 from datetime import timezone
 from pathlib import Path
@@ -44,6 +45,7 @@ from ._base import (
     parse_ts,
 )
 from ._finish import outcome_from_reward
+from ._typed import typed_rows
 
 SCORER_ENV = "TRAJLAB_INSPECT_SCORER"
 _SAMPLE_RE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
@@ -51,6 +53,23 @@ _ATTACH = "attachment://"
 _SCORE_WORDS = {"C": 1.0, "CORRECT": 1.0, "YES": 1.0, "TRUE": 1.0, "P": 0.5}
 _SCORE_WORDS.update(dict.fromkeys(("I", "INCORRECT", "N", "NO", "FALSE"), 0.0))
 _HEAD_KEY_RE = re.compile(rb'"(eval|samples)"\s*:')
+
+
+def _d(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _l(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _s(v: Any) -> str | None:
+    """A string field (ids, names); numbers become strings, anything else None."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return None
 
 
 def _resolve(v: Any, att: dict[str, Any]) -> Any:
@@ -111,21 +130,21 @@ def _parts(content: Any) -> tuple[list[str], list[str]]:
             fmt = p.get("format") or p.get("filename") or ""
             texts.append(f"[{t}{': ' + fmt if fmt else ''}]")
         else:
-            txt = p.get("text") if t == "text" else as_text(p)
+            txt = as_text(p.get("text")) if t == "text" else as_text(p)
             if txt:
                 texts.append(txt)
     return texts, reasoning
 
 
 def _usage(u: Any) -> dict[str, Any]:
-    if not isinstance(u, dict):
-        return {}
-    return {
-        "input_tokens": u.get("input_tokens"),
-        "output_tokens": u.get("output_tokens"),
-        "reasoning_tokens": u.get("reasoning_tokens"),
-        "cached_tokens": u.get("input_tokens_cache_read"),
-    }
+    u = _d(u)
+    pairs = (
+        ("input_tokens", "input_tokens"),
+        ("output_tokens", "output_tokens"),
+        ("reasoning_tokens", "reasoning_tokens"),
+        ("cached_tokens", "input_tokens_cache_read"),
+    )
+    return {k: u[src] for k, src in pairs if isinstance(u.get(src), int) and not isinstance(u.get(src), bool)}
 
 
 class _Events:
@@ -150,28 +169,28 @@ class _Events:
             if ts:
                 self.last_ts = e.get("completed") or ts
             if ev == "span_begin":
-                sid = e.get("id")
+                sid = _s(e.get("id"))
                 if sid:
                     self.spans[sid] = e
                     if e.get("type") == "tool":
-                        tool_spans.setdefault(e.get("parent_id") or "", []).append(sid)
+                        tool_spans.setdefault(_s(e.get("parent_id")) or "", []).append(sid)
             elif ev == "model":
                 self.models.append(e)
-                for ch in (e.get("output") or {}).get("choices") or []:
-                    mid = (ch.get("message") or {}).get("id") if isinstance(ch, dict) else None
+                for ch in _l(_d(e.get("output")).get("choices")):
+                    mid = _s(_d(_d(ch).get("message")).get("id"))
                     if mid:
                         self.model_by_msg[mid] = e
             elif ev == "tool":
-                if e.get("id"):
+                if _s(e.get("id")):
                     self.tool_by_id[str(e["id"])] = e
                 tool_events.append(e)
             elif ev == "sandbox" and e.get("action") == "exec":
-                self.exec_by_span.setdefault(e.get("span_id") or "", []).append(e)
+                self.exec_by_span.setdefault(_s(e.get("span_id")) or "", []).append(e)
         # A tool event is logged in its caller's span; its sandbox work happens in the next `tool`
         # span opened under that caller (matched in order).
         taken: dict[str, int] = {}
         for e in tool_events:
-            parent = e.get("span_id") or ""
+            parent = _s(e.get("span_id")) or ""
             i = taken.get(parent, 0)
             spans = tool_spans.get(parent) or []
             if i < len(spans):
@@ -186,19 +205,19 @@ class _Events:
             seen.add(span_id)
             sp = self.spans[span_id]
             if sp.get("type") == "agent":
-                chain.append(str(sp.get("name") or span_id))
-            span_id = sp.get("parent_id")
+                chain.append(_s(sp.get("name")) or span_id)
+            span_id = _s(sp.get("parent_id"))
         if len(chain) >= 2:
             return chain[0], len(chain) - 1
         return "main", 0
 
     def exit_code(self, tool_event: dict[str, Any]) -> int | None:
         code = None
-        for x in self.exec_by_span.get(tool_event.get("_tool_span") or "", []):
+        for x in self.exec_by_span.get(_s(tool_event.get("_tool_span")) or "", []):
             cmd = str(x.get("cmd") or "")
             if cmd.startswith(("inspect-tool-support", "which inspect-tool-support")):
                 continue  # the tool-support server's own exit status, not the agent's command
-            if isinstance(x.get("result"), int):
+            if isinstance(x.get("result"), int) and not isinstance(x.get("result"), bool):
                 code = x["result"]
         return code
 
@@ -208,9 +227,9 @@ class _InspectBase(Adapter):
 
     def _sample(self, header: dict[str, Any], s: dict[str, Any], path: Path) -> ParsedTrajectory:
         anomalies: list[str] = []
-        att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
-        ev = _Events(s.get("events") if isinstance(s.get("events"), list) else [])
-        messages = s.get("messages")
+        att = _d(s.get("attachments"))
+        ev = _Events(_l(s.get("events")))
+        messages = _l(s.get("messages"))
         if not messages:
             messages = self._rebuild_messages(s, ev)
             if messages:
@@ -230,7 +249,7 @@ class _InspectBase(Adapter):
             texts, reasoning = _parts(m.get("content"))
             base: dict[str, Any] = {"role": role, "source_line": i}
             if role == "assistant":
-                mev = ev.model_by_msg.get(m.get("id") or "")
+                mev = ev.model_by_msg.get(_s(m.get("id")) or "")
                 if mev is None and by_order:
                     mev = ev.models[k_assistant]
                 k_assistant += 1
@@ -252,14 +271,14 @@ class _InspectBase(Adapter):
         if not ev.models:
             return []
         last = ev.models[-1]
-        msgs = list(last.get("input") or [])
-        pool = s.get("message_pool") if isinstance(s.get("message_pool"), list) else []
-        if not msgs and last.get("input_refs"):
-            for ref in last["input_refs"]:
-                if isinstance(ref, list) and len(ref) == 2:
+        msgs = list(_l(last.get("input")))
+        pool = _l(s.get("message_pool"))
+        if not msgs:
+            for ref in _l(last.get("input_refs")):
+                if isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, int) for x in ref):
                     msgs.extend(pool[ref[0] : ref[1]])
-        choices = (last.get("output") or {}).get("choices") or []
-        if choices and isinstance(choices[0], dict) and choices[0].get("message"):
+        choices = _l(_d(last.get("output")).get("choices"))
+        if choices and _d(choices[0]).get("message"):
             msgs.append(choices[0]["message"])
         return msgs
 
@@ -274,30 +293,30 @@ class _InspectBase(Adapter):
         link: CallLinker,
         steps: list[dict[str, Any]],
     ) -> None:
-        agent, depth = ev.agent_of(mev.get("span_id")) if mev else ("main", 0)
+        agent, depth = ev.agent_of(_s(mev.get("span_id"))) if mev else ("main", 0)
         base = {**base, "agent_id": agent, "depth": depth}
         if mev is not None:
             base["timestamp"] = _utc(mev.get("timestamp"))
-        model = m.get("model") or ((mev or {}).get("output") or {}).get("model")
-        usage = _usage(((mev or {}).get("output") or {}).get("usage"))
+        model = _s(m.get("model")) or _s(_d(_d(mev).get("output")).get("model"))
+        usage = _usage(_d(_d(mev).get("output")).get("usage"))
         out: list[dict[str, Any]] = []
         if reasoning:
             out.append({**base, "kind": "reasoning", "text": "\n".join(reasoning)})
         if texts and any(t.strip() for t in texts):
             out.append({**base, "kind": "assistant", "text": "\n".join(texts)})
-        calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        calls = [c for c in _l(m.get("tool_calls")) if isinstance(c, dict)]
         for c in calls:
             call: dict[str, Any] = {
                 **base,
                 "kind": "tool_call",
-                "tool_name": c.get("function"),
+                "tool_name": _s(c.get("function")),
                 "arguments": c.get("arguments"),
-                "call_id": c.get("id"),
+                "call_id": _s(c.get("id")),
             }
             if c.get("parse_error"):
                 call["is_error"] = True
                 call["metadata"] = {"parse_error": c["parse_error"]}
-            tev = ev.tool_by_id.get(str(c.get("id")))
+            tev = ev.tool_by_id.get(call["call_id"] or "")
             if tev is not None:
                 call["timestamp"] = _utc(tev.get("timestamp"))
                 if isinstance(tev.get("working_time"), (int, float)):
@@ -329,15 +348,16 @@ class _InspectBase(Adapter):
         fields: dict[str, Any] = {"output": output, "is_error": err is not None}
         if err is not None:
             if not output.strip() and err.get("message"):
-                fields["output"] = err["message"]
+                fields["output"] = as_text(err["message"])
             if err.get("type") == "timeout":
                 fields["timed_out"] = True
             fields["metadata"] = {"error_type": err.get("type"), "error": err.get("message")}
-        call = link.get(m.get("tool_call_id"))
+        cid = _s(m.get("tool_call_id"))
+        call = link.get(cid)
         if call is not None and call.get("exit_code") not in (None, 0):
             fields["is_error"] = True
-        orphan = {**base, "tool_name": m.get("function")}
-        link.result(m.get("tool_call_id"), orphan=orphan, **fields)
+        orphan = {**base, "tool_name": _s(m.get("function"))}
+        link.result(cid, orphan=orphan, **fields)
 
     @staticmethod
     def _trajectory(
@@ -350,13 +370,13 @@ class _InspectBase(Adapter):
         att: dict[str, Any],
         path: Path,
     ) -> ParsedTrajectory:
-        spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+        spec = _d(header.get("eval"))
         sid, epoch = s.get("id"), s.get("epoch", 1)
         scores = _resolve(s.get("scores"), att) if isinstance(s.get("scores"), dict) else {}
         outcome, reward, source = "unknown", None, None
         if scores:
             wanted = os.environ.get(SCORER_ENV)
-            first = next((sc.get("name") for sc in spec.get("scorers") or [] if isinstance(sc, dict)), None)
+            first = next((_s(sc.get("name")) for sc in _l(spec.get("scorers")) if isinstance(sc, dict)), None)
             name = next((n for n in (wanted, first) if n and n in scores), next(iter(scores)))
             if wanted and wanted not in scores:
                 anomalies.append(f"scorer {wanted!r} ({SCORER_ENV}) not in this sample's scores")
@@ -372,18 +392,18 @@ class _InspectBase(Adapter):
         inp = _resolve(s.get("input"), att)
         if isinstance(inp, str) and inp:
             task = inp
-        output = s.get("output") if isinstance(s.get("output"), dict) else {}
-        final = output.get("completion") or next(
+        output = _d(s.get("output"))
+        final = _s(output.get("completion")) or next(
             (st.get("text") for st in reversed(steps) if st.get("kind") == "assistant" and st.get("text")),
             None,
         )
         t: dict[str, Any] = {
             "harness": "inspect-ai",
-            "runner_version": (spec.get("packages") or {}).get("inspect_ai"),
-            "model": spec.get("model"),
+            "runner_version": _s(_d(spec.get("packages")).get("inspect_ai")),
+            "model": _s(spec.get("model")),
             "task": task,
             "task_id": None if sid is None else str(sid),
-            "benchmark": (spec.get("dataset") or {}).get("name") or spec.get("task"),
+            "benchmark": _s(_d(spec.get("dataset")).get("name")) or _s(spec.get("task")),
             "expected_answer": None if target in (None, "") else str(target),
             "final_answer": final,
             "outcome": outcome,
@@ -411,7 +431,7 @@ class _InspectBase(Adapter):
         err = s.get("error")
         if err:
             t["exit_status"] = "error"
-            t["error"] = err.get("message") if isinstance(err, dict) else str(err)
+            t["error"] = as_text(err.get("message")) if isinstance(err, dict) else str(err)
         elif isinstance(s.get("limit"), dict):
             t["exit_status"] = f"limit:{s['limit'].get('type')}"
         status = header.get("status")
@@ -427,14 +447,14 @@ class _InspectBase(Adapter):
                 meta["score_explanation"] = scores[source[7:]].get("explanation")
         if s.get("metadata"):
             meta["sample_metadata"] = s["metadata"]
-        plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
-        solvers = [st.get("solver") for st in plan.get("steps") or [] if isinstance(st, dict)]
+        solvers = [st.get("solver") for st in _l(_d(header.get("plan")).get("steps")) if isinstance(st, dict)]
         if solvers:
             meta["solvers"] = solvers
         if isinstance(spec.get("sandbox"), dict):
-            meta["sandbox"] = spec["sandbox"].get("type")
+            meta["sandbox"] = _s(spec["sandbox"].get("type"))
         t["metadata"] = meta
         native = s.get("uuid") or f"{spec.get('eval_id') or spec.get('run_id') or path.stem}:{sid}:{epoch}"
+        t, steps = typed_rows(t, steps)
         return ParsedTrajectory(t, steps, native_key=str(native), locator=f"sample={sid};epoch={epoch}")
 
 
@@ -458,7 +478,7 @@ class InspectEvalAdapter(_InspectBase):
         path = unit.primary
         try:
             zf = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as e:
+        except (zipfile.BadZipFile, OSError, NotImplementedError, ValueError, EOFError) as e:
             ctx.quarantine(path, f"not a readable zip archive ({e})", "truncated", path.read_bytes()[:4096])
             return
         with zf:
@@ -498,7 +518,7 @@ class InspectEvalAdapter(_InspectBase):
         except NotImplementedError as e:
             ctx.quarantine(path, f"{name}: unsupported zip compression ({e})", "io")
             return None
-        except (zipfile.BadZipFile, OSError, EOFError) as e:
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, zlib.error) as e:
             ctx.quarantine(path, f"{name}: corrupt zip entry ({e})", "truncated")
             return None
         try:
@@ -534,7 +554,8 @@ class InspectJsonAdapter(_InspectBase):
             ctx.quarantine(path, "not an Inspect EvalLog (no `eval` object)", "schema")
             return
         ctx.seen_ok()
-        samples = log.get("samples") or []
+        samples = log.get("samples")
+        samples = [] if samples is None else samples
         if not isinstance(samples, list):
             ctx.quarantine(path, "`samples` is not a list", "schema")
             return

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
+from ._typed import typed_rows
 
 _TERMINALS = {"computer_terminal", "computerterminal"}
 _ROLE_AGENT_RE = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<what>[^)]*)\)\s*$")
@@ -40,7 +41,7 @@ _MARKERS = (b'"mistake_agent"', b'"mistake_step"', b'"question_ID"')
 def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
     """(agent id, what) from a message: `name` when present, else the role with `(thought)` etc. split off."""
     name = msg.get("name")
-    role = str(msg.get("role") or "")
+    role = msg.get("role") if isinstance(msg.get("role"), str) else ""
     if isinstance(name, str) and name:
         return name, None
     m = _ROLE_AGENT_RE.match(role)
@@ -131,7 +132,7 @@ class WhoAndWhenAdapter(Adapter):
                 continue
             agent, what = _agent_of(msg)
             text = as_text(msg.get("content")) or ""
-            role = msg.get("role")
+            role = msg.get("role") if isinstance(msg.get("role"), str) else None
             base = {"role": role, "agent_id": agent, "source_line": i}
             if agent not in agents and role != "human":
                 agents.append(agent)
@@ -199,8 +200,8 @@ class WhoAndWhenAdapter(Adapter):
         if d.get("system_prompt") is not None:
             meta["system_prompt"] = d["system_prompt"]
         t: dict[str, Any] = {
-            "task": d.get("question"),
-            "task_id": d.get("question_ID"),
+            "task": as_text(d.get("question")),
+            "task_id": None if d.get("question_ID") is None else str(d["question_ID"]),
             "benchmark": "who_and_when",
             "difficulty": str(d["level"]) if d.get("level") is not None else None,
             "harness": "magentic-one" if subset == "Hand-Crafted" else "captain-agent",
@@ -212,4 +213,5 @@ class WhoAndWhenAdapter(Adapter):
             "anomalies": anomalies,
         }
         native = f"{subset}/{path.stem}:{d.get('question_ID') or ''}"
+        t, steps = typed_rows(t, steps)
         yield ParsedTrajectory(t, steps, native_key=native)

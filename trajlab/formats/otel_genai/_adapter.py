@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, load_json, read_jsonl
+from .._typed import typed_rows
 from ._spans import _dump, _envelope_spans, _is_envelope, _is_flat, _is_span, _Span, _span
 from ._trace import _Trace
 
@@ -80,6 +81,7 @@ class OtelGenAiAdapter(Adapter):
             tr.build()
             t = tr.trajectory(trace_id if any(s.trace_id for s in group) else None)
             native = trace_id if any(s.trace_id for s in group) else None
+            typed_rows(t, tr.steps)
             yield ParsedTrajectory(
                 t, tr.steps, native_key=native, locator=f"trace={native}" if native else None
             )

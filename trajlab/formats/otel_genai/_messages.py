@@ -214,7 +214,7 @@ def _llm(sp: _Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | N
     if system:
         ins = [{**_msg("system"), "texts": [system]}, *ins]
     model = next(
-        (
+        (  # the first model attribute that holds a name
             a[k]
             for k in (
                 "gen_ai.response.model",
@@ -223,7 +223,7 @@ def _llm(sp: _Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | N
                 "ai.response.model",
                 "ai.model.id",
             )
-            if a.get(k)
+            if isinstance(a.get(k), str) and a[k]
         ),
         None,
     )

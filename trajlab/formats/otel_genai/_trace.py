@@ -10,7 +10,7 @@ from typing import Any
 
 from .._base import CallLinker, parse_args
 from ._messages import _fingerprint, _kind, _llm, _msg, _usage
-from ._spans import _dump, _Span, _ts
+from ._spans import _dump, _Span, _str, _ts
 
 
 class _Trace:
@@ -137,7 +137,8 @@ class _Trace:
         elif role in ("user", "human"):
             self.steps.append({**base, "kind": "user", "role": role, "text": text})
         elif role in ("tool", "function", "ipython"):
-            for cid, out, name in m["results"] or [(None, text, None)]:
+            for raw_id, out, name in m["results"] or [(None, text, None)]:
+                cid = _str(raw_id) or None
                 call = self.link.get(cid) if cid else (self.fifo.pop(0) if self.fifo else None)
                 if call is not None:
                     if not call.get("_has_result"):
@@ -151,7 +152,7 @@ class _Trace:
                         "kind": "tool_result",
                         "role": role,
                         "call_id": cid,
-                        "tool_name": name,
+                        "tool_name": _str(name),
                         "output": out,
                     }
                 )
@@ -162,12 +163,13 @@ class _Trace:
                 )
             if text:
                 self.steps.append({**base, "kind": "assistant", "role": role, "text": text})
-            for cid, name, args in m["calls"]:
+            for raw_id, name, args in m["calls"]:
+                cid = _str(raw_id) or None
                 step = {
                     **base,
                     "kind": "tool_call",
                     "role": role,
-                    "tool_name": name,
+                    "tool_name": _str(name),
                     "arguments": args,
                     "call_id": cid,
                 }
@@ -269,8 +271,8 @@ class _Trace:
             conventions.update(_conventions(s.attrs))
         roots = [s for s in self.spans if not s.parent_id or s.parent_id not in self.by_id]
         res = next((s.resource for s in self.spans if s.resource), {})
-        service = res.get("service.name")
-        if isinstance(service, str) and service.startswith("unknown_service"):
+        service = res.get("service.name") if isinstance(res.get("service.name"), str) else None
+        if service and service.startswith("unknown_service"):
             service = None
         root_agent = next((s for s in self.spans if self.kind[id(s)] == "agent"), None)
         harness = service or (
