@@ -51,47 +51,72 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _fix(row: dict[str, Any], kinds: dict[str, str], where: str, anomalies: list[str]) -> None:
-    for k, v in list(row.items()):
-        kind = kinds.get(k)
-        if v is None or kind is None:
-            continue
+@cache
+def _ok_types(model: type) -> dict[str, tuple[type, ...]]:
+    """Per column, the Python types that need no conversion (checked with `type(v) in ...`)."""
+    ok: dict[str, tuple[type, ...]] = {}
+    for name, kind in _kinds(model).items():
         if kind == "str":
-            if not isinstance(v, str) and not (k in _JSON_COLUMNS and isinstance(v, (dict, list))):
-                row[k] = _text(v)
-        elif kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                num = v if isinstance(v, float) and v.is_integer() else None
-                if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-                    num = int(v)
-                row[k] = int(num) if num is not None else None
-                if num is None:
-                    anomalies.append(f"{where}{k}: dropped non-integer value {str(v)[:40]!r}")
-            if row[k] is not None and not _INT64[0] <= row[k] <= _INT64[1]:
-                anomalies.append(f"{where}{k}: dropped out-of-range value {row[k]}")
-                row[k] = None
+            ok[name] = (str, dict, list) if name in _JSON_COLUMNS else (str,)
         elif kind == "float":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                try:
-                    row[k] = float(v) if isinstance(v, str) else None
-                except ValueError:
-                    row[k] = None
-                if row[k] is None:
-                    anomalies.append(f"{where}{k}: dropped non-numeric value {str(v)[:40]!r}")
+            ok[name] = (float, int)
         elif kind == "bool":
-            if not isinstance(v, bool):
-                row[k] = bool(v)
-        elif kind == "list":
-            row[k] = [_text(x) for x in v if x is not None] if isinstance(v, list) else None
+            ok[name] = (bool,)
+        else:  # ints are range-checked, lists checked item by item
+            ok[name] = ()
+    return ok
+
+
+def _fix(row: dict[str, Any], model: type, where: str, anomalies: list[str]) -> None:
+    kinds, ok = _kinds(model), _ok_types(model)
+    for k, v in row.items():
+        if v is None:
+            continue
+        tv = type(v)
+        good = ok.get(k)
+        if good is None or tv in good or (tv is int and kinds[k] == "int" and _INT64[0] <= v <= _INT64[1]):
+            continue
+        row[k] = _convert(k, v, kinds[k], where, anomalies)
+
+
+def _convert(k: str, v: Any, kind: str, where: str, anomalies: list[str]) -> Any:
+    if kind == "str":
+        return _text(v)
+    if kind == "int":
+        num = None
+        if (isinstance(v, float) and v.is_integer()) or (
+            isinstance(v, str) and v.strip().lstrip("-").isdigit()
+        ):
+            num = int(v)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            num = v
+        if num is None or not _INT64[0] <= num <= _INT64[1]:
+            anomalies.append(f"{where}{k}: dropped value {str(v)[:40]!r} (not a 64-bit integer)")
+            return None
+        return num
+    if kind == "float":
+        if isinstance(v, str):
+            try:
+                return float(v)
+            except ValueError:
+                pass
+        anomalies.append(f"{where}{k}: dropped non-numeric value {str(v)[:40]!r}")
+        return None
+    if kind == "bool":
+        return bool(v)
+    if kind == "list":
+        return (
+            [x if type(x) is str else _text(x) for x in v if x is not None] if isinstance(v, list) else None
+        )
+    return v
 
 
 def typed_rows(t: dict[str, Any], steps: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Coerce the trajectory and step dicts in place to their column types; returns them."""
     raw = t.pop("anomalies", None)
     anomalies = [_text(a) for a in raw if a is not None] if isinstance(raw, list) else []
-    _fix(t, _kinds(Trajectory), "", anomalies)
-    skinds = _kinds(Step)
+    _fix(t, Trajectory, "", anomalies)
     for i, s in enumerate(steps):
-        _fix(s, skinds, f"step {i} ", anomalies)
+        _fix(s, Step, f"step {i} ", anomalies)
     t["anomalies"] = anomalies
     return t, steps

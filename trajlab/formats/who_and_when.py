@@ -51,7 +51,9 @@ def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _code_blocks(text: str) -> list[tuple[str, str]]:
-    return [(lang.lower(), code) for lang, code in _CODE_RE.findall(text or "")]
+    if "```" not in text:
+        return []
+    return [(lang.lower(), code) for lang, code in _CODE_RE.findall(text)]
 
 
 def _exec_call(blocks: list[tuple[str, str]] | None) -> tuple[str, dict[str, Any] | None]:
@@ -192,7 +194,8 @@ class WhoAndWhenAdapter(Adapter):
             outcome, source = "failure", "who_and_when:annotated_failure"
         final = None
         for s in reversed(steps):
-            m = _FINAL_RE.search(s.get("text") or s.get("output") or "")
+            body = s.get("text") or s.get("output") or ""
+            m = _FINAL_RE.search(body) if "FINAL ANSWER" in body else None
             if m:
                 final = m.group(1).strip()
                 break
