@@ -167,3 +167,89 @@ def test_corpus_atif(corpus_dir: Path, tmp_path: Path):
     )
     assert open_calls.to_pylist() == ["finish"]
     assert query(lab, "select count(*) from steps where kind = 'tool_result'").column(0)[0].as_py() == 0
+
+
+# -- all adapters of this group (they share atif.py's type-safe accessors) -------------------------------
+
+GROUP = ("atif", "terminal-bench", "openhands", "swe-agent", "mini-swe-agent", "llm-in-sandbox", "kira")
+_VALUES = [None, 0, -1, 2.5, "", "x", [], {}, [None], {"a": None}, True, "ERROR:", [1, "a"], {"role": 3}]
+
+
+def _mutate(o, rng, p):
+    if isinstance(o, dict):
+        return {k: (rng.choice(_VALUES) if rng.random() < p else _mutate(v, rng, p)) for k, v in o.items()}
+    if isinstance(o, list):
+        return [(rng.choice(_VALUES) if rng.random() < p else _mutate(v, rng, p)) for v in o]
+    return o
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wrong_types_are_quarantined_never_raised(seed: int, tmp_path: Path):
+    """Every field of every fixture may hold any JSON type: parse never raises and the records add up."""
+    import random
+    import shutil
+
+    rng = random.Random(seed)
+    fixtures = FIX.parent
+    for name in (
+        "atif",
+        "terminal_bench",
+        "openhands",
+        "swe_agent",
+        "mini_swe_agent",
+        "llm_in_sandbox",
+        "kira",
+    ):
+        shutil.copytree(fixtures / name, tmp_path / name)
+    p = (0.03, 0.1, 0.25, 0.5)[seed]
+    for f in tmp_path.rglob("*"):
+        if f.suffix in (".json", ".traj", ".jsonl", ".cast"):
+            try:
+                if f.suffix in (".jsonl", ".cast"):
+                    lines = f.read_text().splitlines()
+                    f.write_text(
+                        "\n".join(json.dumps(_mutate(json.loads(ln), rng, p)) for ln in lines) + "\n"
+                    )
+                else:
+                    f.write_text(json.dumps(_mutate(json.loads(f.read_text()), rng, p)))
+            except (ValueError, UnicodeDecodeError):
+                pass  # the malformed fixtures stay malformed
+    _, units = parse_tree(tmp_path)
+    assert {u.adapter for u, _, _ in units.values()} <= set(GROUP) | {"chat-messages"}
+    n = 0
+    for u, ctx, rows in units.values():
+        assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined, u.primary
+        for t, steps in rows:
+            assert t["outcome"] in ("success", "failure", "unknown")
+            assert all(isinstance(s.get("input_tokens"), (int, type(None))) for s in steps)
+            n += len(steps)
+    assert n > 0
+
+
+@pytest.mark.corpus
+def test_corpus_files_claimed_by_the_right_adapter(corpus_dir: Path):
+    import os
+
+    disc = discover([corpus_dir])
+    assert not disc.unknown
+    folders = {
+        "atif": "atif",
+        "terminal-bench": "terminal_bench_tb1",
+        "openhands": "openhands",
+        "swe-agent": "swe_agent",
+        "mini-swe-agent": "mini_swe_agent",
+        "llm-in-sandbox": None,
+        "kira": None,
+    }
+    root = os.path.normpath(os.path.abspath(corpus_dir))
+    for adapter, folder in folders.items():
+        claimed = {os.path.relpath(str(f), root) for u in disc.units if u.adapter == adapter for f in u.files}
+        if folder is None:
+            assert claimed == set(), adapter  # no real sample: claims nothing of the corpus
+            continue
+        expected = {
+            os.path.relpath(str(p), corpus_dir)
+            for p in (corpus_dir / folder).rglob("*")
+            if p.is_file() and p.name != "PROVENANCE.md"
+        }
+        assert claimed == expected, adapter

@@ -45,6 +45,7 @@ _EXIT_MARKERS = (
     re.compile(r"^Exit code:\s*(-?\d+)\b"),
 )
 _TIMEOUT_RE = re.compile(r"timed out after [\d.]+ seconds|Command timed out", re.IGNORECASE)
+_MAX_DEPTH = 8
 _TERMINAL_TOOLS = {"mark_task_complete", "task_complete", "finish", "submit"}
 _TASK_RE = re.compile(r"Task Description:\s*\n(.*?)\n\s*\n\s*Current terminal state:", re.DOTALL)
 
@@ -102,6 +103,7 @@ class _Run:
         self.efforts: list[str] = []
         self.task: str | None = None
         self.subagents: list[str] = []
+        self.visited: set[Path] = set()
 
 
 class AtifAdapter(Adapter):
@@ -139,8 +141,8 @@ class AtifAdapter(Adapter):
             out += sorted(d.glob(f"{glob_escape(base)}.cont-*.json"), key=_cont_index)
             out += sorted(d.glob(f"{glob_escape(base)}.summarization-*.json"))
         for m in _REF_RE.finditer(head_bytes_of(path)):
-            ref = (d / m.group(1).decode("utf-8", "replace")).resolve()
-            if ref.is_file() and ref not in out:
+            ref = _inside(d, m.group(1).decode("utf-8", "replace"))
+            if ref is not None and ref.is_file() and ref not in out:
                 out.append(ref)
         trial = _trial_dir(path)
         if trial is not None:
@@ -177,7 +179,7 @@ class AtifAdapter(Adapter):
             return
         run = _Run()
         t: dict[str, Any] = {}
-        agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+        agent = as_dict(doc.get("agent"))
         if ".cont-" in unit.primary.name:
             run.anomalies.append("continuation segment ingested without its trajectory.json")
         segments = self._chain(unit, ctx, doc, run)
@@ -189,19 +191,19 @@ class AtifAdapter(Adapter):
         for s in run.link.unresolved():
             if (s.get("tool_name") or "") not in _TERMINAL_TOOLS:
                 run.anomalies.append(f"call without result {s.get('call_id')}")
-        t["harness"] = agent.get("name")
-        t["runner_version"] = agent.get("version")
-        t["model"] = agent.get("model_name") or (run.models[0] if run.models else None)
+        t["harness"] = as_str(agent.get("name"))
+        t["runner_version"] = as_str(agent.get("version"))
+        t["model"] = as_str(agent.get("model_name")) or (run.models[0] if run.models else None)
         t["reasoning_effort"] = (
-            run.efforts[0] if run.efforts else (agent.get("extra") or {}).get("reasoning_effort")
+            run.efforts[0] if run.efforts else as_str(as_dict(agent.get("extra")).get("reasoning_effort"))
         )
         t["task"] = run.task
         t["final_answer"] = _final_answer(run.steps)
         if last_metrics:
-            t["input_tokens"] = last_metrics.get("total_prompt_tokens")
-            t["output_tokens"] = last_metrics.get("total_completion_tokens")
-            t["cached_tokens"] = last_metrics.get("total_cached_tokens")
-            t["cost_usd"] = last_metrics.get("total_cost_usd")
+            t["input_tokens"] = as_int(last_metrics.get("total_prompt_tokens"))
+            t["output_tokens"] = as_int(last_metrics.get("total_completion_tokens"))
+            t["cached_tokens"] = as_int(last_metrics.get("total_cached_tokens"))
+            t["cost_usd"] = as_num(last_metrics.get("total_cost_usd"))
         if t.get("cost_usd") is None and run.cost_seen:
             t["cost_usd"] = round(run.cost, 8)
         meta: dict[str, Any] = {"schema_version": doc.get("schema_version")}
@@ -230,7 +232,10 @@ class AtifAdapter(Adapter):
         conts = [p for p in unit.companions if ".cont-" in p.name and ".summarization-" not in p.name]
         cur = doc
         while isinstance(cur.get("continued_trajectory_ref"), str):
-            ref = (unit.primary.parent / cur["continued_trajectory_ref"]).resolve()
+            ref = _inside(unit.primary.parent, cur["continued_trajectory_ref"])
+            if ref is None:
+                run.anomalies.append("continuation reference outside the trajectory folder: not read")
+                break
             if ref in seen:
                 run.anomalies.append(f"continuation loop at {ref.name}")
                 break
@@ -284,7 +289,12 @@ class AtifAdapter(Adapter):
                 base.update(agent_id=agent_id, depth=depth, _parent=parent)
             if seg:
                 base["metadata"] = {"segment": seg, "step_id": st.get("step_id")}
-            self._step(st, base, path, ctx, run, link, agent_id == "main")
+            n = len(run.steps)
+            try:
+                self._step(st, base, path, ctx, run, link, agent_id == "main")
+            except BAD_SHAPE as e:
+                rollback(run.steps, [link, run.link], n)
+                ctx.reject(rec, f"{path.name} step {rec.line}: unexpected shape ({type(e).__name__}: {e})")
 
     def _step(
         self,
@@ -298,12 +308,12 @@ class AtifAdapter(Adapter):
     ) -> None:
         src = st.get("source")
         text = as_text(st.get("message"))
-        results = [r for r in ((st.get("observation") or {}).get("results") or []) if isinstance(r, dict)]
+        results = [r for r in as_list(as_dict(st.get("observation")).get("results")) if isinstance(r, dict)]
         if src in ("system", "user"):
             refs = [
                 ref
                 for r in results
-                for ref in (r.get("subagent_trajectory_ref") or [])
+                for ref in as_list(r.get("subagent_trajectory_ref"))
                 if isinstance(ref, dict)
             ]
             kind = "user" if src == "user" else "system"
@@ -317,29 +327,28 @@ class AtifAdapter(Adapter):
             self._subagents(refs, step, path, ctx, run, base)
             return
         # source == "agent" (or anything else a producer writes)
-        model = st.get("model_name")
+        model = as_str(st.get("model_name"))
         if model and model not in run.models:
             run.models.append(model)
-        if st.get("reasoning_effort"):
-            run.efforts.append(str(st["reasoning_effort"]))
-        metrics = st.get("metrics") if isinstance(st.get("metrics"), dict) else {}
+        if as_str(st.get("reasoning_effort")):
+            run.efforts.append(st["reasoning_effort"])
+        metrics = as_dict(st.get("metrics"))
         tokens = {
-            "input_tokens": metrics.get("prompt_tokens"),
-            "output_tokens": metrics.get("completion_tokens"),
-            "cached_tokens": metrics.get("cached_tokens"),
-            "reasoning_tokens": (metrics.get("extra") or {}).get("reasoning_tokens")
-            if isinstance(metrics.get("extra"), dict)
-            else None,
+            "input_tokens": as_int(metrics.get("prompt_tokens")),
+            "output_tokens": as_int(metrics.get("completion_tokens")),
+            "cached_tokens": as_int(metrics.get("cached_tokens")),
+            "reasoning_tokens": as_int(as_dict(metrics.get("extra")).get("reasoning_tokens")),
         }
-        if isinstance(metrics.get("cost_usd"), (int, float)):
-            run.cost += metrics["cost_usd"]
+        cost = as_num(metrics.get("cost_usd"))
+        if cost is not None:
+            run.cost += cost
             run.cost_seen = True
         emitted: list[dict[str, Any]] = []
         agent_base = {**base, "role": "assistant", "model": model}
         if st.get("reasoning_content"):
             emitted.append({**agent_base, "kind": "reasoning", "text": as_text(st["reasoning_content"])})
             run.steps.append(emitted[-1])
-        calls = [c for c in (st.get("tool_calls") or []) if isinstance(c, dict)]
+        calls = [c for c in as_list(st.get("tool_calls")) if isinstance(c, dict)]
         if text or not calls:
             emitted.append({**agent_base, "kind": "assistant", "text": text or ""})
             run.steps.append(emitted[-1])
@@ -348,15 +357,15 @@ class AtifAdapter(Adapter):
             cs = {
                 **agent_base,
                 "kind": "tool_call",
-                "tool_name": c.get("function_name"),
+                "tool_name": as_str(c.get("function_name")),
                 "arguments": c.get("arguments"),
-                "call_id": c.get("tool_call_id"),
+                "call_id": as_id(c.get("tool_call_id")),
             }
             args = c.get("arguments")
             if isinstance(args, dict) and isinstance(args.get("keystrokes"), str):
                 # terminus keystrokes end with the Enter key: the command is the text before it
                 ni = normalize_call(
-                    c.get("function_name"), {**args, "keystrokes": args["keystrokes"].rstrip("\n")}
+                    as_str(c.get("function_name")), {**args, "keystrokes": args["keystrokes"].rstrip("\n")}
                 )
                 cs.update(tool=ni.tool, programs=list(ni.programs), modality=ni.modality, command=ni.command)
             link.call(cs)
@@ -376,11 +385,11 @@ class AtifAdapter(Adapter):
         run: _Run,
         link: CallLinker,
     ) -> None:
-        linked = [r for r in results if r.get("source_call_id")]
-        loose = [r for r in results if not r.get("source_call_id")]
+        linked = [r for r in results if as_id(r.get("source_call_id"))]
+        loose = [r for r in results if not as_id(r.get("source_call_id"))]
         for r in linked:
-            step = link.result(r.get("source_call_id"), orphan={**base}, **_result_fields(r))
-            self._subagents(r.get("subagent_trajectory_ref") or [], step, path, ctx, run, base)
+            step = link.result(as_id(r.get("source_call_id")), orphan={**base}, **_result_fields(r))
+            self._subagents(as_list(r.get("subagent_trajectory_ref")), step, path, ctx, run, base)
         if not loose:
             return
         open_calls = [c for c in calls if not c.get("_has_result")]
@@ -402,7 +411,7 @@ class AtifAdapter(Adapter):
             # Results with no call: harness feedback (e.g. terminus parse errors) fed back as the next prompt.
             for r in loose:
                 content = as_text(r.get("content"))
-                if content is None and not r.get("subagent_trajectory_ref"):
+                if content is None and not as_list(r.get("subagent_trajectory_ref")):
                     continue
                 step = {
                     **base,
@@ -414,7 +423,7 @@ class AtifAdapter(Adapter):
                     ),
                 }
                 run.steps.append(step)
-                self._subagents(r.get("subagent_trajectory_ref") or [], step, path, ctx, run, base)
+                self._subagents(as_list(r.get("subagent_trajectory_ref")), step, path, ctx, run, base)
             return
         for c, r in pairs:
             fields = _result_fields(r)
@@ -422,7 +431,7 @@ class AtifAdapter(Adapter):
             for k, v in fields.items():
                 if v is not None:
                     c[k] = v
-            self._subagents(r.get("subagent_trajectory_ref") or [], c, path, ctx, run, base)
+            self._subagents(as_list(r.get("subagent_trajectory_ref")), c, path, ctx, run, base)
 
     def _subagents(
         self,
@@ -437,12 +446,19 @@ class AtifAdapter(Adapter):
         for ref in refs:
             if not isinstance(ref, dict):
                 continue
-            rel = ref.get("trajectory_path")
-            aid = ref.get("session_id") or rel or "subagent"
-            sub_path = (path.parent / rel).resolve() if isinstance(rel, str) else None
-            if sub_path is None or not sub_path.is_file():
+            rel = as_str(ref.get("trajectory_path"))
+            aid = as_id(ref.get("session_id")) or rel or "subagent"
+            sub_path = _inside(path.parent, rel)
+            if sub_path is None:
+                run.anomalies.append(f"sub-agent trajectory {rel!r} outside the trajectory folder: not read")
+                continue
+            if not sub_path.is_file():
                 run.anomalies.append(f"sub-agent trajectory {rel} missing")
                 continue
+            if sub_path in run.visited or depth > _MAX_DEPTH:
+                run.anomalies.append(f"sub-agent trajectory {rel} already read (reference loop)")
+                continue
+            run.visited.add(sub_path)
             sub = load_json(sub_path, ctx)
             if sub is None:
                 continue
@@ -451,7 +467,7 @@ class AtifAdapter(Adapter):
                     sub_path, "sub-agent file is not an ATIF trajectory", "schema", raw_of_obj(sub)
                 )
                 continue
-            name = (sub.get("agent") or {}).get("name") if isinstance(sub.get("agent"), dict) else None
+            name = as_str(as_dict(sub.get("agent")).get("name"))
             run.subagents.append(name or str(aid))
             sub_link = CallLinker(run.steps, run.anomalies)
             self._segment(sub_path, sub, ctx, run, True, str(aid), depth, parent, sub_link)
@@ -501,14 +517,13 @@ class AtifAdapter(Adapter):
         _apply_result(res, t, meta)
         if t.get("reward") is None:
             _apply_reward_txt(unit.primary.parent / "verifier" / "reward.txt", t, anomalies)
-        info = res.get("agent_info") if isinstance(res.get("agent_info"), dict) else {}
-        t["harness"] = info.get("name")
-        t["runner_version"] = info.get("version")
-        mi = info.get("model_info") if isinstance(info.get("model_info"), dict) else {}
-        t["model"] = mi.get("name")
+        info = as_dict(res.get("agent_info"))
+        t["harness"] = as_str(info.get("name"))
+        t["runner_version"] = as_str(info.get("version"))
+        t["model"] = as_str(as_dict(info.get("model_info")).get("name"))
         t["metadata"] = meta
         t["anomalies"] = anomalies
-        yield ParsedTrajectory(t, [], native_key=res.get("id") or res.get("trial_name"))
+        yield ParsedTrajectory(t, [], native_key=as_id(res.get("id")) or as_id(res.get("trial_name")))
 
 
 def _is_atif(doc: Any) -> bool:
@@ -517,6 +532,51 @@ def _is_atif(doc: Any) -> bool:
 
 def raw_of_obj(obj: Any) -> bytes:
     return (json_str(obj) or "").encode("utf-8", "surrogatepass")
+
+
+# -- type-safe access to runner JSON (shared by the adapters of this group) --------------------------
+# Runner files are data: any field may hold any JSON type. These keep a wrong type from turning into
+# an exception (or a dict used as a key, or a list summed as a token count).
+
+BAD_SHAPE = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def as_str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def as_int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def as_num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def as_id(v: Any) -> str | None:
+    """A call/event id usable as a key: strings and integers only."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        return None
+    return str(v)
+
+
+def rollback(steps: list[dict[str, Any]], links: list[CallLinker], n: int) -> None:
+    """Drop the steps a rejected record added after index `n` (and their call ids from the linkers)."""
+    removed = steps[n:]
+    del steps[n:]
+    for link in links:
+        for s in removed:
+            cid = s.get("call_id")
+            if cid and link.by_id.get(cid) is s:
+                del link.by_id[cid]
 
 
 def head_bytes_of(path: Path, n: int = 65_536) -> bytes:
@@ -532,7 +592,16 @@ def glob_escape(s: str) -> str:
 
 
 def _refs(results: list[dict[str, Any]]) -> list[Any]:
-    return [ref for r in results for ref in (r.get("subagent_trajectory_ref") or [])]
+    return [ref for r in results for ref in as_list(r.get("subagent_trajectory_ref"))]
+
+
+def _inside(folder: Path, rel: str | None) -> Path | None:
+    """`folder/rel` when it stays inside `folder`: a trajectory may not make ingest read other files."""
+    if not rel:
+        return None
+    root = folder.resolve()
+    p = (root / rel).resolve()
+    return p if p.is_relative_to(root) else None
 
 
 def _result_fields(r: dict[str, Any]) -> dict[str, Any]:
@@ -565,8 +634,7 @@ def _final_answer(steps: list[dict[str, Any]]) -> str | None:
 
 def _apply_result(res: dict[str, Any], t: dict[str, Any], meta: dict[str, Any]) -> None:
     """Map a Harbor TrialResult onto the trajectory row."""
-    vr = res.get("verifier_result") if isinstance(res.get("verifier_result"), dict) else None
-    rewards = vr.get("rewards") if vr and isinstance(vr.get("rewards"), dict) else {}
+    rewards = as_dict(as_dict(res.get("verifier_result")).get("rewards"))
     reward = rewards.get("reward")
     key = "reward"
     if reward is None and len(rewards) == 1:
@@ -579,24 +647,24 @@ def _apply_result(res: dict[str, Any], t: dict[str, Any], meta: dict[str, Any]) 
         meta["rewards"] = rewards
     exc = res.get("exception_info")
     if isinstance(exc, dict) and (exc.get("exception_type") or exc.get("exception_message")):
-        t["exit_status"] = exc.get("exception_type") or "error"
-        t["error"] = exc.get("exception_message") or exc.get("exception_type")
-    t["task_id"] = res.get("task_name") or t.get("task_id")
+        t["exit_status"] = as_str(exc.get("exception_type")) or "error"
+        t["error"] = as_str(exc.get("exception_message")) or as_str(exc.get("exception_type"))
+    t["task_id"] = as_str(res.get("task_name")) or t.get("task_id")
     src = res.get("source")
     if isinstance(src, str) and src:
         t["benchmark"] = src
     t["started_at"] = res.get("started_at")
     t["ended_at"] = res.get("finished_at")
-    ar = res.get("agent_result") if isinstance(res.get("agent_result"), dict) else {}
+    ar = as_dict(res.get("agent_result"))
     for tk, rk in (
         ("input_tokens", "n_input_tokens"),
         ("output_tokens", "n_output_tokens"),
         ("cached_tokens", "n_cache_tokens"),
     ):
-        if t.get(tk) is None and isinstance(ar.get(rk), int):
+        if t.get(tk) is None and as_int(ar.get(rk)) is not None:
             t[tk] = ar[rk]
-    if t.get("cost_usd") is None and isinstance(ar.get("cost_usd"), (int, float)):
-        t["cost_usd"] = ar["cost_usd"]
+    if t.get("cost_usd") is None and as_num(ar.get("cost_usd")) is not None:
+        t["cost_usd"] = as_num(ar["cost_usd"])
     for k in ("trial_name", "id", "trial_uri"):
         if res.get(k):
             meta[k] = res[k]

@@ -36,7 +36,7 @@ from ._base import (
     load_json,
     parse_args,
 )
-from .atif import raw_of_obj
+from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_str, raw_of_obj, rollback
 
 _ITEM_RE = re.compile(r"^item_(\d+)$")
 _BENCHMARKS = ("omnigaia", "lvomnibench", "socialomni_l1", "socialomni_l2", "videozerobench")
@@ -106,11 +106,7 @@ class KiraAdapter(Adapter):
         elif si is not None:
             anomalies.append("no results row for this item: outcome unknown")
         t["anomalies"] = anomalies
-        native = None
-        if row is not None:
-            native = (
-                str(row.get("id") or row.get("question_id") or row.get("source_question_id") or "") or None
-            )
+        native = t.get("task_id")
         yield ParsedTrajectory(
             t, conv.steps, native_key=native or (f"item_{si:04d}" if si is not None else None)
         )
@@ -128,13 +124,20 @@ class _Conv:
 
     def segment(self, msgs: list[Any], pre: bool = False) -> None:
         for i, m in enumerate(msgs[self.skip :], self.skip):
-            if isinstance(m, dict):
-                self.message(m, None, {"pre_summary": True} if pre else None)
-            else:
+            if not isinstance(m, dict):
                 self.anomalies.append(f"pre-summary message {i} is not an object")
+                continue
+            n = len(self.steps)
+            try:
+                self.message(m, None, {"pre_summary": True} if pre else None)
+            except BAD_SHAPE as e:
+                rollback(self.steps, [self.link], n)
+                self.anomalies.append(
+                    f"pre-summary message {i} dropped: unexpected shape ({type(e).__name__})"
+                )
 
     def compaction(self, seg: dict[str, Any], i: int) -> None:
-        post = seg.get("post") or []
+        post = as_list(seg.get("post"))
         summary = "\n\n".join(
             as_text(m.get("content")) or "" for m in post if isinstance(m, dict) and m.get("role") == "user"
         )
@@ -155,7 +158,13 @@ class _Conv:
             if not isinstance(m, dict) or "role" not in m:
                 ctx.reject(rec, f"messages[{rec.line}]: expected a message with a role")
                 continue
-            self.message(m, rec.line, None)
+            n = len(self.steps)
+            try:
+                self.message(m, rec.line, None)
+            except BAD_SHAPE as e:
+                rollback(self.steps, [self.link], n)
+                self.turns = [s for s in self.turns if s in self.steps]
+                ctx.reject(rec, f"messages[{rec.line}]: unexpected shape ({type(e).__name__}: {e})")
 
     def message(self, m: dict[str, Any], line: int | None, extra_meta: dict[str, Any] | None) -> None:
         role = m.get("role")
@@ -170,7 +179,9 @@ class _Conv:
                 self.task = text
             self.steps.append({**base, "kind": "user", "role": "user", "text": text})
         elif role == "tool":
-            self.link.result(m.get("tool_call_id"), orphan={**base}, output=text, is_error=_is_error(text))
+            self.link.result(
+                as_id(m.get("tool_call_id")), orphan={**base}, output=text, is_error=_is_error(text)
+            )
         elif role == "assistant":
             flags = {
                 k.lstrip("_"): m[k]
@@ -188,7 +199,7 @@ class _Conv:
                     "metadata": meta,
                 }
                 self.steps.append(first)
-            tcs = [tc for tc in (m.get("tool_calls") or []) if isinstance(tc, dict)]
+            tcs = [tc for tc in as_list(m.get("tool_calls")) if isinstance(tc, dict)]
             if text or not tcs:
                 a = {**base, "kind": "assistant", "role": "assistant", "text": text or "", "metadata": meta}
                 self.steps.append(a)
@@ -200,12 +211,12 @@ class _Conv:
             if tcs and not m.get("_synthetic_truncated") and first is not None:
                 self.turns.append(first)
         else:
-            self.steps.append({**base, "kind": "system", "role": str(role), "text": text})
+            self.steps.append({**base, "kind": "system", "role": as_str(role) or "unknown", "text": text})
 
 
 def _call_step(tc: dict[str, Any], i: int, base: dict[str, Any]) -> dict[str, Any]:
-    fn = tc.get("function") or {}
-    name = fn.get("name") or ""
+    fn = as_dict(tc.get("function"))
+    name = as_str(fn.get("name")) or ""
     args = parse_args(fn.get("arguments"))
     step: dict[str, Any] = {
         **base,
@@ -213,7 +224,7 @@ def _call_step(tc: dict[str, Any], i: int, base: dict[str, Any]) -> dict[str, An
         "role": "assistant",
         "tool_name": name,
         "arguments": args,
-        "call_id": tc.get("id") or f"call_kira_{i}",
+        "call_id": as_id(tc.get("id")) or f"call_kira_{i}",
     }
     if name == "execute_commands" and isinstance(args, dict):
         keys = args.get("keystrokes")
@@ -262,7 +273,7 @@ def _apply_records(turns: list[dict[str, Any]], records: list[dict[str, Any]], a
             ("cached_tokens", "cached_tokens"),
             ("reasoning_tokens", "reasoning_tokens"),
         ):
-            if isinstance(r.get(theirs), int):
+            if as_int(r.get(theirs)) is not None:
                 step[ours] = r[theirs]
 
 
@@ -309,7 +320,9 @@ def _shared(path: Path) -> Any:
         rows = doc.get("results") if isinstance(doc, dict) and isinstance(doc.get("results"), list) else doc
         if isinstance(rows, list):
             _CACHE[key] = {
-                r.get("source_index"): r for r in rows if isinstance(r, dict) and "source_index" in r
+                as_id(r.get("source_index")): r
+                for r in rows
+                if isinstance(r, dict) and as_id(r.get("source_index")) is not None
             }
         else:
             _CACHE[key] = doc
@@ -329,9 +342,7 @@ def _result_row(
             anomalies.append(f"{name} unreadable")
             continue
         if isinstance(idx, dict):
-            row = idx.get(si)
-            if row is None and si is not None:
-                row = idx.get(str(si))
+            row = idx.get(str(si)) if si is not None else None
             if isinstance(row, dict):
                 return row, name
     return None, None
@@ -342,17 +353,17 @@ def _trajectory(
 ) -> dict[str, Any]:
     r = row or {}
     t: dict[str, Any] = {
-        "harness": r.get("harness") or run_meta.get("harness") or "kira",
-        "runner_version": r.get("harness_version") or run_meta.get("harness_version"),
-        "model": r.get("model") or run_meta.get("model"),
-        "reasoning_effort": r.get("reasoning_effort") or run_meta.get("reasoning_effort"),
+        "harness": as_str(r.get("harness")) or as_str(run_meta.get("harness")) or "kira",
+        "runner_version": as_str(r.get("harness_version")) or as_str(run_meta.get("harness_version")),
+        "model": as_str(r.get("model")) or as_str(run_meta.get("model")),
+        "reasoning_effort": as_str(r.get("reasoning_effort")) or as_str(run_meta.get("reasoning_effort")),
         "task": conv.task,
         "task_id": _str(r.get("id") or r.get("question_id") or r.get("source_question_id")),
-        "benchmark": run_meta.get("bench")
+        "benchmark": as_str(run_meta.get("bench"))
         or next((b for b in _BENCHMARKS if b in str(primary).lower()), None),
         "difficulty": _str(r.get("Level") or r.get("level") or r.get("difficulty")),
-        "exit_status": r.get("exit_reason"),
-        "error": r.get("error") or None,
+        "exit_status": as_str(r.get("exit_reason")),
+        "error": _str(r.get("error")) or None,
         "expected_answer": _str(r.get("answer")) if r.get("answer") is not None else None,
     }
     pred = next((r[k] for k in _PREDICTION_KEYS if r.get(k) not in (None, "")), None)
@@ -367,7 +378,7 @@ def _trajectory(
         ("cached_tokens", "cached_tokens"),
         ("reasoning_tokens", "reasoning_tokens"),
     ):
-        if isinstance(r.get(theirs), int):
+        if as_int(r.get(theirs)) is not None:
             t[ours] = r[theirs]
     meta: dict[str, Any] = {}
     for k in (
@@ -383,7 +394,7 @@ def _trajectory(
     ):
         if r.get(k) is not None:
             meta[k] = r[k]
-    if run_meta.get("provider"):
+    if as_str(run_meta.get("provider")):
         meta["provider"] = run_meta["provider"]
     t["metadata"] = meta
     return t

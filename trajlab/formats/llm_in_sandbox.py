@@ -38,7 +38,7 @@ from ._base import (
     load_json,
 )
 from ._finish import outcome_from_reward
-from .atif import raw_of_obj
+from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj
 
 _SINGLE_RE = re.compile(rb'^\s*\{\s*"problem_statement"\s*:')
 _BENCH_RE = re.compile(rb'^\s*\{\s*"(?:[^"\\]|\\.){1,300}"\s*:\s*\{\s*"problem_statement"\s*:')
@@ -118,11 +118,14 @@ class LlmInSandboxAdapter(Adapter):
             anomalies.append("files/answer.txt missing")
         t: dict[str, Any] = {
             "harness": "llm-in-sandbox",
-            "task": doc.get("problem_statement"),
+            "task": as_text(doc.get("problem_statement")),
             "model": _model(calls),
             "final_answer": answer if answer is not None else _last_text(steps),
             "started_at": _dir_time(d.name),
-            "metadata": {"total_steps": (doc.get("metadata") or {}).get("total_steps"), "mode": "single"},
+            "metadata": {
+                "total_steps": as_int(as_dict(doc.get("metadata")).get("total_steps")),
+                "mode": "single",
+            },
             "anomalies": anomalies,
         }
         return ParsedTrajectory(t, steps, native_key=d.name)
@@ -131,9 +134,8 @@ class LlmInSandboxAdapter(Adapter):
         self, unit: SourceUnit, ctx: ParseContext, doc: dict[str, Any]
     ) -> Iterator[ParsedTrajectory]:
         d = unit.primary.parent
-        res = _read(d / "results.json")
-        res = res if isinstance(res, dict) else {}
-        cfg = res.get("config") if isinstance(res.get("config"), dict) else {}
+        res = as_dict(_read(d / "results.json"))
+        cfg = as_dict(res.get("config"))
         base_meta = {
             k: cfg[k] for k in ("mode", "temperature", "max_steps", "docker_image") if cfg.get(k) is not None
         }
@@ -144,30 +146,36 @@ class LlmInSandboxAdapter(Adapter):
             if not isinstance(traj, list):
                 ctx.reject(rec, f"problem {pid}: `trajectory` is not a list")
                 continue
-            calls = _llm_calls(d / "litellm_logs" / str(pid), anomalies)
-            steps = _steps(None, ctx, traj, entry.get("problem_statement"), calls, anomalies, count=False)
-            reward = entry.get("reward")
+            # problem ids name folders: only a plain name is looked up on disk
+            safe = "/" not in pid and pid not in (".", "..")
+            calls = _llm_calls(d / "litellm_logs" / pid, anomalies) if safe else {}
+            try:
+                steps = _steps(None, ctx, traj, entry.get("problem_statement"), calls, anomalies, count=False)
+            except BAD_SHAPE as e:
+                ctx.reject(rec, f"problem {pid}: unexpected shape ({type(e).__name__}: {e})")
+                continue
+            reward = as_num(entry.get("reward"))
             t: dict[str, Any] = {
                 "harness": "llm-in-sandbox",
-                "task_id": str(pid),
-                "task": entry.get("problem_statement"),
-                "benchmark": res.get("task"),
-                "model": cfg.get("llm_name") or _model(calls),
-                "final_answer": entry.get("agent_answer"),
+                "task_id": pid,
+                "task": as_text(entry.get("problem_statement")),
+                "benchmark": as_str(res.get("task")),
+                "model": as_str(cfg.get("llm_name")) or _model(calls),
+                "final_answer": as_text(entry.get("agent_answer")),
                 "expected_answer": None if entry.get("ground_truth") is None else str(entry["ground_truth"]),
                 "metadata": {**base_meta, "benchmark_run": d.name},
                 "anomalies": anomalies,
             }
-            if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-                t["reward"] = float(reward)
-                t["outcome"] = outcome_from_reward(float(reward))
+            if reward is not None:
+                t["reward"] = reward
+                t["outcome"] = outcome_from_reward(reward)
                 t["outcome_source"] = "trajectory.json:reward"
-            err = _log_error(d / "logs" / f"{pid}.txt")
+            err = _log_error(d / "logs" / f"{pid}.txt") if safe else None
             if err:
                 t["error"], t["exit_status"] = err, "error"
             if not traj and cfg.get("mode") != "llm":
                 anomalies.append("empty trajectory")
-            yield ParsedTrajectory(t, steps, native_key=str(pid), locator=f"problem={pid}")
+            yield ParsedTrajectory(t, steps, native_key=pid, locator=f"problem={pid}")
 
 
 def _steps(
@@ -195,50 +203,64 @@ def _steps(
             else:
                 anomalies.append(f"step {idx} is not an object")
             continue
-        meta = st.get("metadata") if isinstance(st.get("metadata"), dict) else {}
-        n = meta.get("step") if isinstance(meta.get("step"), int) else (idx or 0) + 1
-        call = calls.get(n, {})
-        base = {"source_line": idx, "model": call.get("model")}
-        tokens = {k: v for k, v in call.items() if k.endswith("_tokens") and v is not None}
-        carrier: dict[str, Any] | None = None
-        if st.get("reasoning_content"):
-            carrier = {
-                **base,
-                "kind": "reasoning",
-                "role": "assistant",
-                "text": as_text(st["reasoning_content"]),
-            }
-            steps.append(carrier)
-        thought = as_text(st.get("thought")) or ""
-        a = {
-            **base,
-            "kind": "assistant",
-            "role": "assistant",
-            "text": thought,
-            "duration_s": meta.get("exec_time"),
-        }
-        if thought or carrier is None:
-            steps.append(a)
-            carrier = carrier or a
-        action = st.get("action") if isinstance(st.get("action"), dict) else {}
-        fn = action.get("function") or action.get("function_name")
-        params = action.get("parameters") if "parameters" in action else action.get("arguments")
-        obs = as_text(st.get("observation"))
-        if fn:
-            cs = {
-                **base,
-                "kind": "tool_call",
-                "role": "assistant",
-                "tool_name": fn,
-                "arguments": params if params is not None else {},
-                "call_id": call.get("tool_call_id") or f"step-{n}",
-                **_obs_fields(obs, fn),
-            }
-            steps.append(cs)
-        else:
-            steps.append({**base, "kind": "user", "role": "format_error", "text": obs, "is_error": True})
-        carrier.update(tokens)
+        n_before = len(steps)
+        try:
+            _step(st, idx, steps, calls)
+        except BAD_SHAPE as e:
+            del steps[n_before:]
+            if count and path:
+                ctx.reject(rec, f"steps[{idx}]: unexpected shape ({type(e).__name__}: {e})")
+            else:
+                anomalies.append(f"step {idx} dropped: unexpected shape ({type(e).__name__})")
     return steps
+
+
+def _step(
+    st: dict[str, Any], idx: int | None, steps: list[dict[str, Any]], calls: dict[int, dict[str, Any]]
+) -> None:
+    meta = as_dict(st.get("metadata"))
+    n = as_int(meta.get("step")) or (idx or 0) + 1
+    call = calls.get(n, {})
+    base = {"source_line": idx, "model": call.get("model")}
+    tokens = {k: v for k, v in call.items() if k.endswith("_tokens") and v is not None}
+    carrier: dict[str, Any] | None = None
+    if st.get("reasoning_content"):
+        carrier = {
+            **base,
+            "kind": "reasoning",
+            "role": "assistant",
+            "text": as_text(st["reasoning_content"]),
+        }
+        steps.append(carrier)
+    thought = as_text(st.get("thought")) or ""
+    a = {
+        **base,
+        "kind": "assistant",
+        "role": "assistant",
+        "text": thought,
+        "duration_s": as_num(meta.get("exec_time")),
+    }
+    if thought or carrier is None:
+        steps.append(a)
+        carrier = carrier or a
+    action = as_dict(st.get("action"))
+    fn = as_str(action.get("function")) or as_str(action.get("function_name"))
+    params = action.get("parameters") if "parameters" in action else action.get("arguments")
+    obs = as_text(st.get("observation"))
+    if fn:
+        cs = {
+            **base,
+            "kind": "tool_call",
+            "role": "assistant",
+            "tool_name": fn,
+            "arguments": params if params is not None else {},
+            "call_id": call.get("tool_call_id") or f"step-{n}",
+            **_obs_fields(obs, fn),
+        }
+        steps.append(cs)
+    else:
+        steps.append({**base, "kind": "user", "role": "format_error", "text": obs, "is_error": True})
+    carrier.update(tokens)
 
 
 def _obs_fields(obs: str | None, fn: str) -> dict[str, Any]:
@@ -260,41 +282,32 @@ def _llm_calls(d: Path, anomalies: list[str]) -> dict[int, dict[str, Any]]:
         m = re.search(r"_(\d{3})\.json$", p.name)
         if not m:
             continue
-        n = int(m.group(1))
         doc = _read(p)
         if not isinstance(doc, dict):
             anomalies.append(f"{p.name} unreadable")
             continue
-        c = out.setdefault(n, {})
+        c = out.setdefault(int(m.group(1)), {})
         if p.name.startswith("request_"):
-            msgs = doc.get("messages") if isinstance(doc.get("messages"), list) else []
-            for msg in msgs[:2]:
-                if isinstance(msg, dict) and msg.get("role") in ("system", "user"):
-                    c.setdefault(msg["role"], as_text(msg.get("content")))
-            c.setdefault("model", doc.get("model"))
+            for msg in as_list(doc.get("messages"))[:2]:
+                role = as_dict(msg).get("role")
+                if role in ("system", "user"):
+                    c.setdefault(role, as_text(msg.get("content")))
+            c.setdefault("model", as_str(doc.get("model")))
             continue
-        resp = doc.get("response") if isinstance(doc.get("response"), dict) else {}
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-        ptd = (
-            usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
-        )
-        ctd = (
-            usage.get("completion_tokens_details")
-            if isinstance(usage.get("completion_tokens_details"), dict)
-            else {}
-        )
+        resp = as_dict(doc.get("response"))
+        usage = as_dict(resp.get("usage"))
         c.update(
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-            cached_tokens=ptd.get("cached_tokens"),
-            reasoning_tokens=ctd.get("reasoning_tokens"),
+            input_tokens=as_int(usage.get("prompt_tokens")),
+            output_tokens=as_int(usage.get("completion_tokens")),
+            cached_tokens=as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")),
+            reasoning_tokens=as_int(as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")),
         )
-        if resp.get("model"):
+        if as_str(resp.get("model")):
             c["model"] = resp["model"]
-        for ch in resp.get("choices") or []:
-            tcs = ((ch or {}).get("message") or {}).get("tool_calls") or []
-            if tcs and isinstance(tcs[0], dict) and tcs[0].get("id"):
-                c["tool_call_id"] = tcs[0]["id"]
+        for ch in as_list(resp.get("choices")):
+            tcs = as_list(as_dict(as_dict(ch).get("message")).get("tool_calls"))
+            if tcs and as_id(as_dict(tcs[0]).get("id")):
+                c["tool_call_id"] = as_id(tcs[0]["id"])
     return out
 
 

@@ -34,7 +34,7 @@ from ._base import (
     parse_args,
     parse_ts,
 )
-from .atif import raw_of_obj
+from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 from .swe_agent import _instance_id, prediction, resolution, run_companions
 
 _FORMAT_RE = re.compile(rb'"trajectory_format"\s*:\s*"mini-swe-agent')
@@ -82,9 +82,9 @@ class MiniSweAgentAdapter(Adapter):
             messages: list[Any] = doc
             fmt = "bare"
         elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
-            info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+            info = as_dict(doc.get("info"))
             messages = doc["messages"]
-            fmt = str(doc.get("trajectory_format") or "mini-swe-agent-1")
+            fmt = as_str(doc.get("trajectory_format")) or "mini-swe-agent-1"
         else:
             ctx.quarantine(
                 unit.primary, "not a mini-swe-agent trajectory (no messages list)", "schema", raw_of_obj(doc)
@@ -96,29 +96,35 @@ class MiniSweAgentAdapter(Adapter):
             if not isinstance(m, dict) or "role" not in m:
                 ctx.reject(rec, f"messages[{rec.line}]: expected a message with a role")
                 continue
-            st.message(m, rec.line)
+            n = len(st.steps)
+            try:
+                st.message(m, rec.line)
+            except BAD_SHAPE as e:
+                rollback(st.steps, [st.link], n)
+                st.pending = [c for c in st.pending if c in st.steps]
+                ctx.reject(rec, f"messages[{rec.line}]: unexpected shape ({type(e).__name__}: {e})")
         for s in st.link.unresolved():
             st.anomalies.append(f"call without result {s.get('call_id')}")
-        cfg = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        cfg = as_dict(info.get("config"))
+        stats = as_dict(info.get("model_stats"))
         iid = _instance_id(unit.primary)
-        exit_status = info.get("exit_status") or st.exit_status
+        exit_status = as_str(info.get("exit_status")) or st.exit_status
+        submission = as_str(info.get("submission"))
         t: dict[str, Any] = {
             "harness": "mini-swe-agent",
-            "runner_version": info.get("mini_version"),
-            "model": model_cfg.get("model_name") or st.model,
+            "runner_version": as_str(info.get("mini_version")),
+            "model": as_str(as_dict(cfg.get("model")).get("model_name")) or st.model,
             "task": st.task,
             "task_id": None if iid.startswith("last_mini_run") else iid,
-            "final_answer": info.get("submission") if info.get("submission") is not None else st.submission,
+            "final_answer": submission if submission is not None else st.submission,
             "exit_status": exit_status or None,
-            "error": (info.get("traceback") or None)
+            "error": (as_str(info.get("traceback")) or None)
             if exit_status and exit_status not in ("Submitted",)
             else None,
             "anomalies": st.anomalies,
         }
-        cost = stats.get("instance_cost")
-        if isinstance(cost, (int, float)) and (cost or st.cost):
+        cost = as_num(stats.get("instance_cost"))
+        if cost is not None and (cost or st.cost):
             t["cost_usd"] = cost
         elif st.cost:
             t["cost_usd"] = round(st.cost, 8)
@@ -130,14 +136,13 @@ class MiniSweAgentAdapter(Adapter):
         for k in ("agent_type", "model_type", "environment_type"):
             if cfg.get(k):
                 meta[k] = cfg[k]
-        run_files = run_companions(
-            unit.primary, ("preds.json",)
-        )  # shared files may be claimed by a sibling unit
+        # shared run files may be claimed by a sibling unit: look them up from the path
+        run_files = run_companions(unit.primary, ("preds.json",))
         pred = prediction(iid, run_files)
         if pred is not None:
             meta["has_prediction"] = bool(pred.get("model_patch"))
-            if not t["model"] and pred.get("model_name_or_path"):
-                t["model"] = pred["model_name_or_path"]
+            if not t["model"]:
+                t["model"] = as_str(pred.get("model_name_or_path"))
         t["metadata"] = meta
         resolved, src = resolution(iid, run_files)
         if resolved is not None:
@@ -163,7 +168,7 @@ class _Conv:
 
     def message(self, m: dict[str, Any], line: int | None) -> None:
         role = m.get("role")
-        extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+        extra = as_dict(m.get("extra"))
         text = as_text(m.get("content"))
         base: dict[str, Any] = {"source_line": line}
         if extra.get("timestamp") is not None:
@@ -173,12 +178,12 @@ class _Conv:
         elif role == "assistant":
             self._assistant(m, extra, text, base)
         elif role == "tool":
-            self.link.result(m.get("tool_call_id"), orphan={**base}, **_observation(text, extra))
+            self.link.result(as_id(m.get("tool_call_id")), orphan={**base}, **_observation(text, extra))
         elif role == "user":
             self._user(text, extra, base)
         elif role == "exit":
-            self.exit_status = extra.get("exit_status") or self.exit_status
-            if extra.get("submission") is not None:
+            self.exit_status = as_str(extra.get("exit_status")) or self.exit_status
+            if as_str(extra.get("submission")) is not None:
                 self.submission = extra["submission"]
             # the submit command's output became the exit message (no tool reply was written)
             open_submit = [c for c in self.link.unresolved() if _is_submit(c)]
@@ -190,50 +195,39 @@ class _Conv:
                 if open_submit[-1] in self.pending:
                     self.pending.remove(open_submit[-1])
         else:
-            self.steps.append({**base, "kind": "system", "role": str(role), "text": text})
+            self.steps.append({**base, "kind": "system", "role": as_str(role) or "unknown", "text": text})
 
     def _assistant(
         self, m: dict[str, Any], extra: dict[str, Any], text: str | None, base: dict[str, Any]
     ) -> None:
-        resp = extra.get("response") if isinstance(extra.get("response"), dict) else {}
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-        ptd = (
-            usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
-        )
-        ctd = (
-            usage.get("completion_tokens_details")
-            if isinstance(usage.get("completion_tokens_details"), dict)
-            else {}
-        )
-        if resp.get("model"):
-            self.model = self.model or resp["model"]
-        if isinstance(extra.get("cost"), (int, float)):
-            self.cost += extra["cost"]
-        step = {
-            **base,
-            "kind": "assistant",
-            "role": "assistant",
-            "text": text or "",
-            "model": resp.get("model"),
-        }
+        resp = as_dict(extra.get("response"))
+        usage = as_dict(resp.get("usage"))
+        model = as_str(resp.get("model"))
+        if model:
+            self.model = self.model or model
+        self.cost += as_num(extra.get("cost")) or 0.0
+        step = {**base, "kind": "assistant", "role": "assistant", "text": text or "", "model": model}
         for k, v in (
-            ("input_tokens", usage.get("prompt_tokens")),
-            ("output_tokens", usage.get("completion_tokens")),
-            ("cached_tokens", ptd.get("cached_tokens")),
-            ("reasoning_tokens", ctd.get("reasoning_tokens")),
+            ("input_tokens", as_int(usage.get("prompt_tokens"))),
+            ("output_tokens", as_int(usage.get("completion_tokens"))),
+            ("cached_tokens", as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))),
+            (
+                "reasoning_tokens",
+                as_int(as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+            ),
         ):
             if v is not None:
                 step[k] = v
         self.steps.append(step)
         actions = extra.get("actions")
         if isinstance(actions, list):
-            cmds = [(a.get("command"), a.get("tool_call_id")) for a in actions if isinstance(a, dict)]
+            cmds = [(a.get("command"), as_id(a.get("tool_call_id"))) for a in actions if isinstance(a, dict)]
         elif m.get("tool_calls"):
             cmds = []
-            for tc in m["tool_calls"]:
-                fn = (tc or {}).get("function") or {}
-                args = parse_args(fn.get("arguments"))
-                cmds.append(((args or {}).get("command") if isinstance(args, dict) else None, tc.get("id")))
+            for tc in as_list(m["tool_calls"]):
+                tc = as_dict(tc)
+                args = parse_args(as_dict(tc.get("function")).get("arguments"))
+                cmds.append((args.get("command") if isinstance(args, dict) else None, as_id(tc.get("id"))))
         else:
             found = [a.strip() for a in _ACTION_RE.findall(text or "")]
             # mini executes only a reply with exactly one action; otherwise it answers with a format error
@@ -296,9 +290,10 @@ def _is_submit(cs: dict[str, Any]) -> bool:
 
 def _observation(text: str | None, extra: dict[str, Any]) -> dict[str, Any]:
     """Output, exit code and flags of an observation message (structured `extra` first, then the text)."""
-    code = extra.get("returncode")
-    out = extra.get("raw_output")
-    timed_out = bool(text and _TIMEOUT_RE.search(text[:2000]))
+    code = as_int(extra.get("returncode"))
+    out = as_text(extra["raw_output"]) if extra.get("raw_output") is not None else None
+    head = text[:2000] if text else ""
+    timed_out = "timed out" in head and bool(_TIMEOUT_RE.search(head))
     exc = extra.get("exception_info")
     if exc and "timeout" in str(exc).lower():
         timed_out = True
@@ -313,7 +308,6 @@ def _observation(text: str | None, extra: dict[str, Any]) -> dict[str, Any]:
             else:
                 ht = _HEAD_TAIL_RE.search(text)
                 out = f"{ht.group(1)}\n[...elided...]\n{ht.group(2)}" if ht else text
-    code = code if isinstance(code, int) else None
     return {
         "output": out,
         "exit_code": code,

@@ -37,7 +37,7 @@ from ._base import (
     parse_ts,
     read_jsonl,
 )
-from .atif import raw_of_obj
+from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _LIST_HEAD_RE = re.compile(rb'^\s*\[\s*\{\s*"id"\s*:\s*\d+')
 _BOOKKEEPING_ACTIONS = {"change_agent_state", "null"}
@@ -93,7 +93,12 @@ class OpenHandsAdapter(Adapter):
             if not isinstance(rec.obj, dict) or not ("action" in rec.obj or "observation" in rec.obj):
                 ctx.reject(rec, f"event {rec.line}: not an OpenHands action or observation")
                 continue
-            st.event(rec.obj, rec.line)
+            n = len(st.steps)
+            try:
+                st.event(rec.obj, rec.line)
+            except BAD_SHAPE as e:
+                rollback(st.steps, [st.link], n)
+                ctx.reject(rec, f"event {rec.line}: unexpected shape ({type(e).__name__}: {e})")
         t = st.finish()
         yield ParsedTrajectory(t, st.steps, native_key=None)
 
@@ -105,13 +110,19 @@ class OpenHandsAdapter(Adapter):
                 continue
             st = _Stream()
             for i, ev in enumerate(_flatten_history(row["history"])):
-                if isinstance(ev, dict) and ("action" in ev or "observation" in ev):
-                    st.event(ev, None, i)
-                else:
+                if not (isinstance(ev, dict) and ("action" in ev or "observation" in ev)):
                     st.anomalies.append(f"history[{i}] is not an event")
+                    continue
+                n = len(st.steps)
+                try:
+                    st.event(ev, None, i)
+                except BAD_SHAPE as e:
+                    rollback(st.steps, [st.link], n)
+                    st.anomalies.append(f"history[{i}] dropped: unexpected shape ({type(e).__name__})")
             t = st.finish()
             _apply_eval_row(row, t)
-            yield ParsedTrajectory(t, st.steps, native_key=row.get("instance_id"), locator=f"line={rec.line}")
+            native = as_id(row.get("instance_id"))
+            yield ParsedTrajectory(t, st.steps, native_key=native, locator=f"line={rec.line}")
 
 
 def _flatten_history(history: list[Any]) -> Iterator[Any]:
@@ -152,38 +163,34 @@ class _Stream:
             self._observation(ev, base)
 
     def _usage(self, tcm: dict[str, Any]) -> dict[str, Any]:
-        mr = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else None
+        mr = as_dict(tcm.get("model_response"))
         if not mr:
             return {}
-        model = mr.get("model")
+        model = as_str(mr.get("model"))
         if model:
             self.models[model] = self.models.get(model, 0) + 1
-        rid = mr.get("id")
+        rid = as_id(mr.get("id"))
         if rid in self.responses:
             return {"model": model, "first": False}
         if rid:
             self.responses.add(rid)
-        u = mr.get("usage") if isinstance(mr.get("usage"), dict) else {}
-        ptd = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
-        ctd = (
-            u.get("completion_tokens_details") if isinstance(u.get("completion_tokens_details"), dict) else {}
-        )
+        u = as_dict(mr.get("usage"))
+        ptd = as_dict(u.get("prompt_tokens_details"))
+        cached = as_int(ptd.get("cached_tokens"))
         return {
             "model": model,
-            "input_tokens": u.get("prompt_tokens"),
-            "output_tokens": u.get("completion_tokens"),
-            "cached_tokens": ptd["cached_tokens"]
-            if isinstance(ptd.get("cached_tokens"), int)
-            else u.get("cache_read_input_tokens"),
-            "reasoning_tokens": ctd.get("reasoning_tokens"),
+            "input_tokens": as_int(u.get("prompt_tokens")),
+            "output_tokens": as_int(u.get("completion_tokens")),
+            "cached_tokens": cached if cached is not None else as_int(u.get("cache_read_input_tokens")),
+            "reasoning_tokens": as_int(as_dict(u.get("completion_tokens_details")).get("reasoning_tokens")),
             "first": True,
         }
 
     def _action(self, ev: dict[str, Any], base: dict[str, Any]) -> None:
-        action = ev.get("action")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        action = as_str(ev.get("action")) or "unknown"
+        args = as_dict(ev.get("args"))
         src = ev.get("source")
-        role = "user" if src == "user" else ("assistant" if src == "agent" else str(src))
+        role = "user" if src == "user" else ("assistant" if src == "agent" else (as_str(src) or "unknown"))
         if action in _BOOKKEEPING_ACTIONS:
             return
         if action == "message":
@@ -218,19 +225,19 @@ class _Stream:
                 }
             )
             return
-        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
+        tcm = as_dict(ev.get("tool_call_metadata"))
         usage = self._usage(tcm) if tcm else {}
         thought = next((args[k] for k in _THOUGHT_KEYS if isinstance(args.get(k), str) and args[k]), None)
         first = None
         if thought and (usage.get("first", True)) and action != "think":
             first = {**base, "kind": "assistant", "role": role, "text": thought, "model": usage.get("model")}
             self.steps.append(first)
-        cid = tcm.get("tool_call_id") or f"event-{ev.get('id')}"
+        cid = as_id(tcm.get("tool_call_id")) or f"event-{as_id(ev.get('id'))}"
         step = {
             **base,
             "kind": "tool_call",
             "role": role,
-            "tool_name": tcm.get("function_name") or action,
+            "tool_name": as_str(tcm.get("function_name")) or action,
             "arguments": _call_arguments(tcm, args),
             "call_id": cid,
             "model": usage.get("model"),
@@ -241,29 +248,32 @@ class _Stream:
             if usage.get(k) is not None:
                 carrier[k] = usage[k]
         self.link.call(step)
-        self.by_event[ev.get("id")] = step
+        eid = as_id(ev.get("id"))
+        if eid is not None:
+            self.by_event[eid] = step
         if action == "finish":
             self.finished = True
             self.final = (
-                args.get("final_thought")
-                or args.get("thought")
+                as_str(args.get("final_thought"))
+                or as_str(args.get("thought"))
                 or _outputs_text(args.get("outputs"))
-                or ev.get("message")
+                or as_str(ev.get("message"))
             )
             step["_has_result"] = True  # finish has no observation
 
     def _observation(self, ev: dict[str, Any], base: dict[str, Any]) -> None:
-        obs = ev.get("observation")
-        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        obs = as_str(ev.get("observation")) or "unknown"
+        extras = as_dict(ev.get("extras"))
         if obs == "agent_state_changed":
-            self.state = extras.get("agent_state") or self.state
+            self.state = as_str(extras.get("agent_state")) or self.state
             if extras.get("reason"):
                 self.error = str(extras["reason"])
             return
         if obs == "null":
             return
         content = as_text(ev.get("content"))
-        call = self.by_event.get(ev.get("cause"))
+        cause = as_id(ev.get("cause"))
+        call = self.by_event.get(cause) if cause is not None else None
         if call is None:
             if obs == "error":
                 self.steps.append(
@@ -272,27 +282,27 @@ class _Stream:
                 self.error = content
             elif obs in ("recall", "condensation"):
                 self.steps.append(
-                    {**base, "kind": "system", "role": obs, "text": content or ev.get("message")}
+                    {**base, "kind": "system", "role": obs, "text": content or as_text(ev.get("message"))}
                 )
-            elif ev.get("cause") is not None and obs != "think":
-                self.link.result(f"event-{ev.get('cause')}", orphan={**base}, output=content)
+            elif cause is not None and obs != "think":
+                self.link.result(f"event-{cause}", orphan={**base}, output=content)
             elif content:
                 self.steps.append({**base, "kind": "system", "role": str(obs), "text": content})
             return
-        meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-        code = meta.get("exit_code")
+        meta = as_dict(extras.get("metadata"))
+        code = as_int(meta.get("exit_code"))
         suffix = str(meta.get("suffix") or "")
         timed_out = code == -1 or "timed out" in suffix.lower() or "no new output after" in suffix
         is_error = (
             obs in ("error", "user_rejected")
             or ev.get("success") is False
-            or (isinstance(code, int) and code not in (0, -1))
+            or (code is not None and code not in (0, -1))
             or bool(content and content.startswith("ERROR:"))  # the file editor reports failures as text
         )
         t0, t1 = parse_ts(call.get("timestamp")), parse_ts(ev.get("timestamp"))
         fields: dict[str, Any] = {
             "output": content,
-            "exit_code": code if isinstance(code, int) else None,
+            "exit_code": code,
             "is_error": is_error or None,
             "timed_out": timed_out or None,
             "duration_s": max((t1 - t0).total_seconds(), 0.0) if t0 and t1 else None,
@@ -315,15 +325,7 @@ class _Stream:
             t["error"] = self.error
         m = self.last_metrics
         if m:
-            acc = (
-                m.get("accumulated_token_usage") if isinstance(m.get("accumulated_token_usage"), dict) else {}
-            )
-            if acc:
-                t["input_tokens"] = acc.get("prompt_tokens")
-                t["output_tokens"] = acc.get("completion_tokens")
-                t["cached_tokens"] = acc.get("cache_read_tokens")
-            if isinstance(m.get("accumulated_cost"), (int, float)):
-                t["cost_usd"] = m["accumulated_cost"]
+            _apply_metrics(m, t)
         meta: dict[str, Any] = {}
         if len(self.models) > 1:
             meta["models"] = sorted(self.models)
@@ -335,15 +337,13 @@ class _Stream:
 
 def _call_arguments(tcm: dict[str, Any], args: dict[str, Any]) -> Any:
     """The arguments the model sent (from the response's tool call), else the action's args."""
-    mr = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else None
-    cid = tcm.get("tool_call_id")
+    mr = as_dict(tcm.get("model_response"))
+    cid = as_id(tcm.get("tool_call_id"))
     if mr and cid:
-        for ch in mr.get("choices") or []:
-            msg = ch.get("message") if isinstance(ch, dict) else None
-            for tc in (msg or {}).get("tool_calls") or []:
+        for ch in as_list(mr.get("choices")):
+            for tc in as_list(as_dict(as_dict(ch).get("message")).get("tool_calls")):
                 if isinstance(tc, dict) and tc.get("id") == cid:
-                    fn = tc.get("function") or {}
-                    return parse_args(fn.get("arguments"))
+                    return parse_args(as_dict(tc.get("function")).get("arguments"))
     return {k: v for k, v in args.items() if k not in _ARG_DROP}
 
 
@@ -353,11 +353,21 @@ def _outputs_text(outputs: Any) -> str | None:
     return None
 
 
+def _apply_metrics(m: dict[str, Any], t: dict[str, Any]) -> None:
+    acc = as_dict(m.get("accumulated_token_usage"))
+    if acc:
+        t["input_tokens"] = as_int(acc.get("prompt_tokens"))
+        t["output_tokens"] = as_int(acc.get("completion_tokens"))
+        t["cached_tokens"] = as_int(acc.get("cache_read_tokens"))
+    if as_num(m.get("accumulated_cost")) is not None:
+        t["cost_usd"] = as_num(m["accumulated_cost"])
+
+
 def _apply_eval_row(row: dict[str, Any], t: dict[str, Any]) -> None:
-    t["task_id"] = row.get("instance_id")
+    t["task_id"] = as_id(row.get("instance_id"))
     if row.get("instruction"):
-        t["task"] = row["instruction"]
-    tr = row.get("test_result") if isinstance(row.get("test_result"), dict) else {}
+        t["task"] = as_text(row["instruction"])
+    tr = as_dict(row.get("test_result"))
     report = tr.get("report") if isinstance(tr.get("report"), dict) else None
     if report is None and isinstance(row.get("report"), dict):
         report = row["report"]
@@ -374,25 +384,13 @@ def _apply_eval_row(row: dict[str, Any], t: dict[str, Any]) -> None:
         t["outcome_source"] = "resolved"
     if isinstance(tr.get("git_patch"), str) and tr["git_patch"].strip():
         t["final_answer"] = tr["git_patch"]
-    md = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
-    llm = md.get("llm_config") if isinstance(md.get("llm_config"), dict) else {}
-    t["model"] = llm.get("model") or t.get("model")
-    if md.get("dataset"):
+    md = as_dict(row.get("metadata"))
+    t["model"] = as_str(as_dict(md.get("llm_config")).get("model")) or t.get("model")
+    if as_str(md.get("dataset")):
         t["benchmark"] = md["dataset"]
-    if md.get("data_split"):
+    if as_str(md.get("data_split")):
         t["split"] = md["data_split"]
-    metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
-    acc = (
-        metrics.get("accumulated_token_usage")
-        if isinstance(metrics.get("accumulated_token_usage"), dict)
-        else {}
-    )
-    if acc:
-        t["input_tokens"] = acc.get("prompt_tokens")
-        t["output_tokens"] = acc.get("completion_tokens")
-        t["cached_tokens"] = acc.get("cache_read_tokens")
-    if isinstance(metrics.get("accumulated_cost"), (int, float)):
-        t["cost_usd"] = metrics["accumulated_cost"]
+    _apply_metrics(as_dict(row.get("metrics")), t)
     if row.get("error"):
         t["error"] = str(row["error"])
         t["exit_status"] = "error"

@@ -33,7 +33,7 @@ from ._base import (
     json_records,
     load_json,
 )
-from .atif import raw_of_obj
+from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _SWE_COMMANDS = frozenset(
     [
@@ -209,9 +209,9 @@ class SweAgentAdapter(Adapter):
         steps: list[dict[str, Any]] = []
         anomalies: list[str] = []
         link = CallLinker(steps, anomalies)
-        history = doc.get("history") if isinstance(doc.get("history"), list) else []
-        traj = doc.get("trajectory") if isinstance(doc.get("trajectory"), list) else []
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        history = as_list(doc.get("history"))
+        traj = as_list(doc.get("trajectory"))
+        info = as_dict(doc.get("info"))
         rc = doc.get("replay_config")
         if isinstance(rc, str):
             try:
@@ -231,27 +231,19 @@ class SweAgentAdapter(Adapter):
             fmt = "trajectory-only"
         for s in link.unresolved():
             anomalies.append(f"call without result {s.get('call_id')}")
-        iid = (
-            (rc.get("problem_statement") or {}).get("id")
-            if isinstance(rc.get("problem_statement"), dict)
-            else None
-        ) or _instance_id(unit.primary)
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
-        model = (
-            ((rc.get("agent") or {}).get("model") or {}).get("name")
-            if isinstance(rc.get("agent"), dict)
-            else None
-        )
-        run_files = run_companions(
-            unit.primary, ("preds.json",)
-        )  # shared files may be claimed by a sibling unit
+        iid = as_id(as_dict(rc.get("problem_statement")).get("id")) or _instance_id(unit.primary)
+        stats = as_dict(info.get("model_stats"))
+        model = as_str(as_dict(as_dict(rc.get("agent")).get("model")).get("name"))
+        # shared run files may be claimed by a sibling unit: look them up from the path
+        run_files = run_companions(unit.primary, ("preds.json",))
         pred = prediction(iid, run_files)
         meta: dict[str, Any] = {"format": fmt}
-        if pred and pred.get("model_name_or_path"):
-            meta["run_name"] = pred["model_name_or_path"]
-            if model is None and "__" in str(pred["model_name_or_path"]):
+        run_name = as_str((pred or {}).get("model_name_or_path"))
+        if run_name:
+            meta["run_name"] = run_name
+            if model is None and "__" in run_name:
                 # SWE-agent 0.x run names are `<model>__<dataset>__<config>__t-...`
-                model = str(pred["model_name_or_path"]).split("__")[0]
+                model = run_name.split("__")[0]
                 meta["model_from"] = "run name"
         if pred is not None:
             meta["has_prediction"] = bool(pred.get("model_patch"))
@@ -261,20 +253,19 @@ class SweAgentAdapter(Adapter):
             meta["environment"] = doc["environment"]
         t: dict[str, Any] = {
             "harness": "swe-agent",
-            "runner_version": info.get("swe_agent_version"),
+            "runner_version": as_str(info.get("swe_agent_version")),
             "model": model,
             "task_id": iid,
             "task": task,
-            "final_answer": info.get("submission") or (pred or {}).get("model_patch"),
-            "exit_status": info.get("exit_status"),
+            "final_answer": as_str(info.get("submission")) or as_str((pred or {}).get("model_patch")),
+            "exit_status": as_str(info.get("exit_status")),
             "metadata": meta,
             "anomalies": anomalies,
         }
-        sent, recv = stats.get("tokens_sent"), stats.get("tokens_received")
+        sent, recv = as_int(stats.get("tokens_sent")), as_int(stats.get("tokens_received"))
         if sent or recv:  # replays and demonstrations record 0/0: usage unknown
             t["input_tokens"], t["output_tokens"] = sent, recv
-            cost = stats.get("instance_cost")
-            t["cost_usd"] = cost if isinstance(cost, (int, float)) else None
+            t["cost_usd"] = as_num(stats.get("instance_cost"))
         resolved, src = resolution(iid, run_files)
         if resolved is not None:
             t["outcome"] = "success" if resolved else "failure"
@@ -299,63 +290,70 @@ class SweAgentAdapter(Adapter):
             if not isinstance(m, dict) or "role" not in m:
                 ctx.reject(rec, f"history[{rec.line}]: expected a message with a role")
                 continue
-            role = m.get("role")
-            agent = m.get("agent")
-            base: dict[str, Any] = {"source_line": rec.line}
-            if agent and agent not in ("main", "primary"):
-                base.update(agent_id=str(agent), depth=1)
-            text = as_text(m.get("content"))
-            mtype = m.get("message_type")
-            if role == "system":
-                steps.append({**base, "kind": "system", "role": "system", "text": text})
-            elif role == "user" and (m.get("is_demo") or mtype == "demonstration"):
-                steps.append({**base, "kind": "system", "role": "demonstration", "text": text})
-            elif role == "tool":
-                ids = m.get("tool_call_ids") or ([m["tool_call_id"]] if m.get("tool_call_id") else [])
-                for cid in ids or [None]:
-                    link.result(cid, orphan={**base}, **_obs_fields(text))
-            elif role == "user":
-                if task is None:
-                    task = text
-                    steps.append({**base, "kind": "user", "role": "user", "text": text})
-                elif pending is not None:
-                    link.result(pending["call_id"], **_obs_fields(text))
-                    pending = None
+            n = len(steps)
+            try:
+                role = as_str(m.get("role"))
+                agent = as_str(m.get("agent"))
+                base: dict[str, Any] = {"source_line": rec.line}
+                if agent and agent not in ("main", "primary"):
+                    base.update(agent_id=str(agent), depth=1)
+                text = as_text(m.get("content"))
+                mtype = as_str(m.get("message_type"))
+                if role == "system":
+                    steps.append({**base, "kind": "system", "role": "system", "text": text})
+                elif role == "user" and (m.get("is_demo") or mtype == "demonstration"):
+                    steps.append({**base, "kind": "system", "role": "demonstration", "text": text})
+                elif role == "tool":
+                    ids = [as_id(i) for i in as_list(m.get("tool_call_ids"))] or [
+                        as_id(m.get("tool_call_id"))
+                    ]
+                    for cid in ids:
+                        link.result(cid, orphan={**base}, **_obs_fields(text))
+                elif role == "user":
+                    if task is None:
+                        task = text
+                        steps.append({**base, "kind": "user", "role": "user", "text": text})
+                    elif pending is not None:
+                        link.result(pending["call_id"], **_obs_fields(text))
+                        pending = None
+                    else:
+                        steps.append({**base, "kind": "user", "role": "user", "text": text})
+                elif role == "assistant":
+                    thought = m.get("thought") if isinstance(m.get("thought"), str) else text
+                    steps.append({**base, "kind": "assistant", "role": "assistant", "text": thought})
+                    tcs = [tc for tc in as_list(m.get("tool_calls")) if isinstance(tc, dict)]
+                    for tc in tcs:
+                        fn = as_dict(tc.get("function"))
+                        cs = {
+                            **base,
+                            "kind": "tool_call",
+                            "role": "assistant",
+                            "tool_name": as_str(fn.get("name")),
+                            "arguments": fn.get("arguments"),
+                            "call_id": as_id(tc.get("id")),
+                            "metadata": {"action": m["action"]} if as_str(m.get("action")) else None,
+                        }
+                        link.call(cs)
+                        calls.append(cs)
+                    action = m.get("action")
+                    if not tcs and isinstance(action, str) and action.strip():
+                        n_action += 1
+                        cs = {
+                            **base,
+                            "kind": "tool_call",
+                            "role": "assistant",
+                            "tool_name": _action_tool(action),
+                            "arguments": {"command": action.rstrip("\n")},
+                            "call_id": f"action-{n_action}",
+                        }
+                        link.call(cs)
+                        calls.append(cs)
+                        pending = cs
                 else:
-                    steps.append({**base, "kind": "user", "role": "user", "text": text})
-            elif role == "assistant":
-                thought = m.get("thought") if isinstance(m.get("thought"), str) else text
-                steps.append({**base, "kind": "assistant", "role": "assistant", "text": thought})
-                tcs = [tc for tc in (m.get("tool_calls") or []) if isinstance(tc, dict)]
-                for tc in tcs:
-                    fn = tc.get("function") or {}
-                    cs = {
-                        **base,
-                        "kind": "tool_call",
-                        "role": "assistant",
-                        "tool_name": fn.get("name"),
-                        "arguments": fn.get("arguments"),
-                        "call_id": tc.get("id"),
-                        "metadata": {"action": m.get("action")} if m.get("action") else None,
-                    }
-                    link.call(cs)
-                    calls.append(cs)
-                action = m.get("action")
-                if not tcs and isinstance(action, str) and action.strip():
-                    n_action += 1
-                    cs = {
-                        **base,
-                        "kind": "tool_call",
-                        "role": "assistant",
-                        "tool_name": _action_tool(action),
-                        "arguments": {"command": action.rstrip("\n")},
-                        "call_id": f"action-{n_action}",
-                    }
-                    link.call(cs)
-                    calls.append(cs)
-                    pending = cs
-            else:
-                steps.append({**base, "kind": "system", "role": str(role), "text": text})
+                    steps.append({**base, "kind": "system", "role": str(role), "text": text})
+            except BAD_SHAPE as e:
+                rollback(steps, [link], n)
+                ctx.reject(rec, f"history[{rec.line}]: unexpected shape ({type(e).__name__}: {e})")
         return task, calls
 
     def _trajectory_only(
@@ -379,7 +377,7 @@ class SweAgentAdapter(Adapter):
                     "tool_name": _action_tool(action),
                     "arguments": {"command": action.rstrip("\n")},
                     "call_id": f"action-{rec.line + 1}",
-                    "duration_s": e.get("execution_time"),
+                    "duration_s": as_num(e.get("execution_time")),
                 }
                 link.call(cs)
                 link.result(cs["call_id"], **_obs_fields(as_text(e.get("observation"))))
@@ -419,8 +417,8 @@ def _merge_trajectory(
         if action is not None and _norm(action) != _norm(e.get("action")):
             mismatched += 1
             continue
-        if isinstance(e.get("execution_time"), (int, float)):
-            cs["duration_s"] = e["execution_time"]
+        if as_num(e.get("execution_time")) is not None:
+            cs["duration_s"] = as_num(e["execution_time"])
         if not cs.get("_has_result") and e.get("observation") is not None:
             link.result(cs["call_id"], **_obs_fields(as_text(e.get("observation"))))
     if mismatched:
@@ -440,7 +438,7 @@ def _merge_trajectory(
                 "tool_name": _action_tool(action),
                 "arguments": {"command": action.rstrip("\n")},
                 "call_id": f"trajectory-{k}",
-                "duration_s": e.get("execution_time"),
+                "duration_s": as_num(e.get("execution_time")),
             }
             link.call(cs)
             link.result(cs["call_id"], **_obs_fields(as_text(e.get("observation"))))

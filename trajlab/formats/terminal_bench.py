@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 
 from ..normalize import normalize_call
-from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, load_json, read_jsonl
-from .atif import raw_of_obj
+from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json, read_jsonl
+from .atif import as_id, as_int, as_str, raw_of_obj
 
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PROMPT_RE = re.compile(r"^\S+@\S+:[^\n]*[#$] ?$")
@@ -127,12 +127,12 @@ class TerminalBenchAdapter(Adapter):
                 {
                     "kind": "user",
                     "role": "user",
-                    "text": res["instruction"],
+                    "text": as_text(res["instruction"]),
                     "timestamp": res.get("agent_started_at"),
                 }
             )
         commands = self._commands(d / "commands.txt", ctx, anomalies)
-        agent_name = str((run_meta or {}).get("agent_name") or "")
+        agent_name = as_str((run_meta or {}).get("agent_name")) or ""
         agent_cmds, test_cmds = _split_phases(commands)
         cast = d / "sessions" / "agent.cast"
         log = d / "sessions" / "agent.log"
@@ -149,7 +149,7 @@ class TerminalBenchAdapter(Adapter):
         if test_cmds or res.get("parser_results"):
             steps.append(_verifier_step(d, res, test_cmds))
         t["anomalies"] = anomalies
-        yield ParsedTrajectory(t, steps, native_key=res.get("id") or res.get("trial_name"))
+        yield ParsedTrajectory(t, steps, native_key=as_id(res.get("id")) or as_id(res.get("trial_name")))
 
     def _commands(self, path: Path, ctx: ParseContext, anomalies: list[str]) -> list[tuple[int, list[str]]]:
         if not path.is_file():
@@ -256,11 +256,13 @@ class TerminalBenchAdapter(Adapter):
             ctx.seen_ok()
             t = _trial_row(r, run_meta)
             steps = (
-                [{"kind": "user", "role": "user", "text": r["instruction"]}] if r.get("instruction") else []
+                [{"kind": "user", "role": "user", "text": as_text(r["instruction"])}]
+                if r.get("instruction")
+                else []
             )
             t["anomalies"] = list(anomalies_base)
             yield ParsedTrajectory(
-                t, steps, native_key=r.get("id") or r.get("trial_name"), locator=f"trial={i}"
+                t, steps, native_key=as_id(r.get("id")) or as_id(r.get("trial_name")), locator=f"trial={i}"
             )
 
 
@@ -314,11 +316,11 @@ def _trial_row(res: dict[str, Any], run_meta: dict[str, Any] | None) -> dict[str
     rm = run_meta or {}
     resolved = res.get("is_resolved")
     t: dict[str, Any] = {
-        "task_id": res.get("task_id"),
-        "task": res.get("instruction"),
-        "benchmark": rm.get("dataset_name"),
-        "model": rm.get("model_name"),
-        "harness": rm.get("agent_name"),
+        "task_id": as_id(res.get("task_id")),
+        "task": as_text(res.get("instruction")),
+        "benchmark": as_str(rm.get("dataset_name")),
+        "model": as_str(rm.get("model_name")),
+        "harness": as_str(rm.get("agent_name")),
         "started_at": res.get("trial_started_at"),
         "ended_at": res.get("trial_ended_at"),
     }
@@ -326,10 +328,10 @@ def _trial_row(res: dict[str, Any], run_meta: dict[str, Any] | None) -> dict[str
         t["outcome"] = "success" if resolved else "failure"
         t["reward"] = 1.0 if resolved else 0.0
         t["outcome_source"] = "results.json:is_resolved"
-    fm = res.get("failure_mode")
+    fm = as_str(res.get("failure_mode"))
     if fm and fm != "unset":
         t["exit_status"] = fm
-    tin, tout = res.get("total_input_tokens"), res.get("total_output_tokens")
+    tin, tout = as_int(res.get("total_input_tokens")), as_int(res.get("total_output_tokens"))
     if tin or tout:  # installed agents report 0/0: no usage recorded
         t["input_tokens"], t["output_tokens"] = tin, tout
     meta = {
