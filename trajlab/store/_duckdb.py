@@ -6,9 +6,11 @@ classifies them), and the connection can read nothing outside the lab and write 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow.parquet as pq
 
 from ..errors import QueryError
 from ..schema import TABLES, arrow_schema
@@ -19,9 +21,11 @@ if TYPE_CHECKING:
 _ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
 
 # Convenience views every analysis can rely on, defined over the base tables.
+# In `tool_calls`, `model` is the trajectory's model; the step's own (rarely set) model is `step_model`.
 DERIVED_VIEWS: dict[str, str] = {
     "tool_calls": """
-        SELECT s.*, t.runner, t.model, t.harness, t.benchmark, t.reasoning_effort, t.outcome, t.domain,
+        SELECT s.* EXCLUDE (model), s.model AS step_model,
+               t.runner, t.model, t.harness, t.benchmark, t.reasoning_effort, t.outcome, t.domain,
                t.difficulty, t.condition, t.split
         FROM steps s JOIN trajectories t USING (trajectory_id)
         WHERE s.kind = 'tool_call'
@@ -60,13 +64,29 @@ def _empty_select(table: str) -> str:
     return f"SELECT {cols} WHERE false"
 
 
+@lru_cache(maxsize=4096)
+def _part_columns(path: str, size: int) -> frozenset[str]:
+    """Column names of a Parquet part (parts are immutable; the size guards against a reused name)."""
+    return frozenset(pq.read_schema(path).names)
+
+
 def view_sql(lab: Lab, table: str) -> str:
     files = lab.files(table)
     if not files:
         return _empty_select(table)
-    cols = ", ".join(f.name for f in arrow_schema(TABLES[table]))
+    present: set[str] = set()
+    for f in files:
+        try:
+            present |= _part_columns(str(f), f.stat().st_size)
+        except OSError:
+            present |= set(arrow_schema(TABLES[table]).names)
+    cols = ", ".join(
+        f.name if f.name in present else f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}"
+        for f in arrow_schema(TABLES[table])
+    )
     file_list = "[" + ", ".join(_sql_str(str(f)) for f in files) + "]"
-    # union_by_name lets parts written by an older schema version (fewer columns) read as nulls.
+    # union_by_name: parts written by an older schema (fewer columns) read as nulls; a column that no
+    # part has yet is a typed NULL.
     return f"SELECT {cols} FROM read_parquet({file_list}, union_by_name=true)"
 
 
