@@ -18,8 +18,8 @@ def test_gaps_command_table_and_files(tmp_path):
     r = _run("gaps", str(lab.root), "--n-boot", "200", "-q")
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert (
-        lines[0] == "1 significant of 2 supported rows (2 in all; holm, alpha 0.05, 200 bootstrap replicates)"
+    assert lines[0] == (
+        "1 significant of 2 supported rows (2 in all; fisher test, holm, alpha 0.05, 200 bootstrap replicates)"
     )
     assert lines[1].split()[:5] == ["tool", "n_calls", "share_success", "share_failure", "gap"]
     probe = next(line for line in lines if line.startswith("probe"))
@@ -29,6 +29,8 @@ def test_gaps_command_table_and_files(tmp_path):
     assert r.exit_code == 0 and f"wrote 2 rows to {out}" in r.output
     rows = json.loads(out.read_text())
     assert rows[0]["tool"] == "probe" and "gap_ci_low" in rows[0] and "usage_gap_ci_high" in rows[0]
+    r = _run("gaps", str(lab.root), "--n-boot", "0", "-q", "--key", "tool_modality", "--format", "markdown")
+    assert "| probe |" in r.output  # the simulated calls have no modality: the key is the tool alone
     r = _run("gaps", str(lab.root), "--n-boot", "0", "-q", "--significant", "--format", "csv")
     assert r.output.splitlines()[0].startswith("tool,n_calls,calls_success")
     assert len(r.output.splitlines()) == 2  # header + probe

@@ -22,7 +22,7 @@ def test_catalog_lists_every_shipped_file_with_docs():
     gaps = get_analysis("gaps")
     assert gaps.params == {"min_support": 10, "min_trajectories": 5}
     assert gaps.param_docs["min_support"].startswith("minimum number of calls")
-    assert gaps.placeholders == ("by", "partition_by") and gaps.groupable
+    assert set(gaps.placeholders) == {"by", "partition_by", "key"} and gaps.groupable
     assert get_analysis("failures").params == {"source": "judge", "judge": None}
     assert get_analysis("tokens").default_by == ("model", "harness", "reasoning_effort")
     for a in list_analyses():
@@ -96,3 +96,33 @@ def test_parameter_and_placeholder_errors(builder):
         run_sql(lab, "tools", as_="numpy")
     # struct literals are not placeholders
     assert run_sql(lab, "SELECT {'a': 1} AS s").column("s").to_pylist() == [{"a": 1}]
+
+
+def test_tool_key_placeholder(builder):
+    builder.traj("a", "success", model="A").traj("b", "failure", model="B")
+    builder.shell("a", "python3 -c 'print(6*7)'")
+    builder.shell("a", "mkdir -p frames && ffmpeg -i clip.mp4 -vf fps=1 frames/%04d.png")
+    builder.shell("b", "python3 -c \"import cv2; cv2.VideoCapture('clip.mp4')\"")
+    lab = builder.build()
+    tools = set(run_sql(lab, "gaps", params={"min_support": 0}).column("tool").to_pylist())
+    assert tools == {"python", "ffmpeg"}
+    keyed = set(run_sql(lab, "gaps", key="tool_modality").column("tool").to_pylist())
+    assert keyed == {"python:compute", "python:video", "ffmpeg:video"}
+    programs = set(run_sql(lab, "gaps_per_trajectory", key="program").column("tool").to_pylist())
+    assert programs == {"python", "mkdir", "ffmpeg"}
+    with pytest.raises(ConfigError, match="key must be one of"):
+        run_sql(lab, "gaps", key="argv")
+    with pytest.raises(ConfigError, match=r"no \{\{key\}\} placeholder"):
+        run_sql(lab, "tools", key="program")
+
+
+def test_tool_calls_view_carries_the_trajectory_model(builder):
+    builder.traj("a", "success", model="traj-model")
+    builder.call("a", "ls", model="step-model")
+    builder.call("a", "ls")
+    rows = run_sql(lab := builder.build(), "SELECT model, step_model FROM tool_calls ORDER BY step_index")
+    assert rows.to_pylist() == [
+        {"model": "traj-model", "step_model": "step-model"},
+        {"model": "traj-model", "step_model": None},
+    ]
+    assert run_sql(lab, "tools", by="model").column("model").to_pylist() == ["traj-model"]

@@ -14,7 +14,15 @@ from ._analyses import (
     step_funnel,
     token_efficiency,
 )
-from ._catalog import GROUP_COLUMNS, AnalysisInfo, get_analysis, list_analyses, normalize_by, parse_value
+from ._catalog import (
+    GROUP_COLUMNS,
+    TOOL_KEYS,
+    AnalysisInfo,
+    get_analysis,
+    list_analyses,
+    normalize_by,
+    parse_value,
+)
 from ._gaps import gaps, gaps_schema
 from ._result import MISSING_HINTS, AnalysisResult, missing_hint, read_metadata
 from ._run import LabFacts, connection, lab_facts, run_analysis, run_sql
@@ -37,6 +45,7 @@ __all__ = [
     "GROUP_COLUMNS",
     "MISSING_HINTS",
     "TESTS",
+    "TOOL_KEYS",
     "AnalysisInfo",
     "AnalysisResult",
     "LabFacts",

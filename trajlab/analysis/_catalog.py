@@ -8,9 +8,10 @@ Every file in `trajlab/analysis/sql/` starts with a comment header::
     -- @param bins=10 what the parameter means       (a DuckDB `$bins` parameter and its default)
     -- free text ...
 
-Two placeholders let one file serve any grouping; they are filled in before DuckDB sees the SQL:
+Placeholders let one file serve any grouping; they are filled in before DuckDB sees the SQL:
 `{{by}}` becomes the grouping columns each followed by a comma (`model, harness, `) and
-`{{partition_by}}` becomes `PARTITION BY model, harness` (both become nothing without grouping).
+`{{partition_by}}` becomes `PARTITION BY model, harness` (both become nothing without grouping);
+`{{key}}` becomes the expression that names a call's tool (see TOOL_KEYS).
 """
 
 from __future__ import annotations
@@ -42,7 +43,16 @@ GROUP_COLUMNS: tuple[str, ...] = (
 
 GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "reasoning_effort"}
 
-PLACEHOLDERS = ("by", "partition_by")
+PLACEHOLDERS = ("by", "partition_by", "key")
+
+TOOL_KEYS: dict[str, str] = {
+    "tool": "coalesce(tool, tool_name, '(unknown)')",
+    "tool_modality": "coalesce(tool, tool_name, '(unknown)') || coalesce(':' || modality, '')",
+    "program": "unnest(CASE WHEN len(programs) > 0 THEN list_distinct(programs) "
+    "ELSE [coalesce(tool, tool_name, '(unknown)')] END)",
+}
+"""What counts as one "tool" for `{{key}}`: the normalized tool (default), the tool with the call's
+modality (`python:video` vs `python:compute`), or every distinct program of the command line."""
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _PARAM_RE = re.compile(r"^@param\s+(\w+)=(\S*)\s*(.*)$")
 
@@ -175,19 +185,25 @@ def normalize_by(by: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(cols)
 
 
-def expand(sql: str, by: Sequence[str] = ()) -> str:
-    """Fill the `{{by}}` / `{{partition_by}}` placeholders for the (already validated) grouping."""
+def expand(sql: str, by: Sequence[str] = (), key: str | None = None) -> str:
+    """Fill the placeholders: `{{by}}` / `{{partition_by}}` for the (already validated) grouping, and
+    `{{key}}` with the expression of one of TOOL_KEYS (default `tool`)."""
     found = set(_PLACEHOLDER_RE.findall(sql))
     unknown = found - set(PLACEHOLDERS)
     if unknown:
         raise ConfigError(
             f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in sorted(unknown))}; "
-            f"known: {{{{by}}}}, {{{{partition_by}}}}"
+            "known: {{by}}, {{partition_by}}, {{key}}"
         )
     if by and "by" not in found:
         raise ConfigError("this query has no {{by}} placeholder, so it cannot be grouped")
+    if key is not None and key not in TOOL_KEYS:
+        raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
+    if key not in (None, "tool") and "key" not in found:
+        raise ConfigError("this query has no {{key}} placeholder, so its tool key cannot be changed")
     values = {
         "by": "".join(f"{c}, " for c in by),
         "partition_by": ("PARTITION BY " + ", ".join(by)) if by else "",
+        "key": TOOL_KEYS[key or "tool"],
     }
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], sql)

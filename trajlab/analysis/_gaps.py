@@ -90,6 +90,7 @@ def gaps(
     correction: str = "holm",
     test: str = "fisher",
     n_perm: int = 1000,
+    key: str = "tool",
     progress: bool = True,
 ) -> AnalysisResult:
     """Per tool (and group): call shares and usage rates in successful vs failed trajectories, and the gap.
@@ -101,7 +102,11 @@ def gaps(
       replicates that resample trajectories (not calls) with replacement within each outcome.
     - `p_value`: two-sided Fisher exact test on per-trajectory usage (`test="fisher"`), or a permutation
       test of the call-share gap that shuffles outcomes over trajectories (`test="permutation"`).
+      `favors` is the direction of the tested quantity (usage_gap for Fisher, gap for permutation):
+      the two can disagree when failed runs retry a tool many times (more calls, fewer users).
       `p_adjusted` corrects over all supported rows of the result (`correction`: holm, bh, bonferroni, none).
+    - `key`: what counts as one tool: `tool` (the normalized tool), `tool_modality` (`python:video`
+      apart from `python:compute`), or `program` (every distinct program of a command line).
     - `supported`: at least `min_support` calls and `min_trajectories` trajectories using the tool, and
       both outcomes present in the group. Unsupported rows stay in the table (flagged, with a `note`),
       are left out of the correction, and are never `significant`.
@@ -117,6 +122,7 @@ def gaps(
         "alpha": alpha,
         "correction": correction,
         "test": test,
+        "key": key,
     }
     if test == "permutation":
         params["n_perm"] = n_perm
@@ -127,11 +133,11 @@ def gaps(
     if facts.n_unknown and facts.n_trajectories:
         notes.append(f"{facts.n_unknown} trajectories with unknown outcome are left out")
     if missing or outcome_missing == ["no outcomes"]:
-        sql = expand(get_analysis("gaps_per_trajectory").text, cols)
+        sql = expand(get_analysis("gaps_per_trajectory").text, cols, key)
         return AnalysisResult(
             "gaps", gaps_schema(cols).empty_table(), sql, params, missing + outcome_missing, notes
         )
-    table, sql, _, _ = execute(lab, "gaps_per_trajectory", by=cols)
+    table, sql, _, _ = execute(lab, "gaps_per_trajectory", by=cols, key=key)
     # One BLAS thread: the products are small and skinny, and OpenBLAS threads spin badly when the
     # machine is busy (measured: 20x slower with 2 threads on a loaded 2-core machine).
     from threadpoolctl import threadpool_limits
@@ -287,8 +293,10 @@ def _compute(
             rows["p_adjusted"].append(np.nan)
             rows["supported"].append(note is None)
             rows["significant"].append(False)
+            # the direction of the quantity the test is about: usage for Fisher, call share for permutation
+            tested = usage_s[j] - usage_f[j] if test == "fisher" else gap
             rows["favors"].append(
-                None if not np.isfinite(gap) or gap == 0 else ("success" if gap > 0 else "failure")
+                None if not np.isfinite(tested) or tested == 0 else ("success" if tested > 0 else "failure")
             )
             rows["note"].append(note)
     return _sorted(rows, cols)

@@ -169,15 +169,21 @@ def execute(
     sql_or_name: str,
     params: Mapping[str, Any] | None = None,
     by: str | Iterable[str] | None = None,
+    key: str | None = None,
 ) -> tuple[pa.Table, str, dict[str, Any], AnalysisInfo | None]:
     """Run one query read-only: (Arrow table, expanded SQL, bound params, catalog info)."""
     text, info = resolve(sql_or_name)
     cols = normalize_by(by) if by is not None else (info.default_by if info else ())
-    sql = expand(text, cols)
+    sql = expand(text, cols, key)
     con = connection(lab)
     values = bind(con, sql, info, params)
     table = fetch_arrow(run_readonly(con, sql, values or None))
-    return table, sql, {**values, "by": list(cols)} if info and info.groupable else values, info
+    shown = dict(values)
+    if info and info.groupable:
+        shown["by"] = list(cols)
+    if info and "key" in info.placeholders:
+        shown["key"] = key or "tool"
+    return table, sql, shown, info
 
 
 def run_sql(
@@ -186,17 +192,19 @@ def run_sql(
     params: Mapping[str, Any] | None = None,
     as_: str = "arrow",
     by: str | Iterable[str] | None = None,
+    key: str | None = None,
 ) -> Any:
     """Run a shipped analysis by name, a `.sql` file, or SQL text, read-only over the lab.
 
     `params` fills DuckDB `$name` parameters (a file's `@param` lines give defaults); `by` fills the
-    `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line). Returns an Arrow
+    `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line) and `key` the
+    `{{key}}` placeholder (`tool`, `tool_modality` or `program`; see TOOL_KEYS). Returns an Arrow
     table, or a polars / pandas frame with `as_="polars"` / `"pandas"`. A SQL error raises QueryError
     with DuckDB's message and the names of the views available.
     """
     if as_ not in ("arrow", "polars", "pandas"):
         raise ConfigError(f"as_ must be arrow, polars or pandas, not {as_!r}")
-    table = execute(lab, sql_or_name, params, by)[0]
+    table = execute(lab, sql_or_name, params, by, key)[0]
     if as_ == "polars":
         import polars as pl
 
@@ -211,9 +219,10 @@ def run_analysis(
     sql_or_name: str,
     params: Mapping[str, Any] | None = None,
     by: str | Iterable[str] | None = None,
+    key: str | None = None,
 ) -> AnalysisResult:
     """Like `run_sql`, wrapped as an AnalysisResult (no statistics, no missing-data checks)."""
-    table, sql, values, info = execute(lab, sql_or_name, params, by)
+    table, sql, values, info = execute(lab, sql_or_name, params, by, key)
     name = info.name if info else "sql"
     notes = [] if table.num_rows else ["the query returned no rows"]
     return AnalysisResult(name=name, table=table, sql=sql, params=values, notes=notes)

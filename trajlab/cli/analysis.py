@@ -18,7 +18,10 @@ GAPS_SHORT = (
     "share_failure",
     "gap",
     "gap_ci",
+    "usage_success",
+    "usage_failure",
     "usage_gap",
+    "usage_gap_ci",
     "p_adjusted",
     "finding",
 )
@@ -69,17 +72,19 @@ def _report(res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short
         click.echo(text, nl=not text.endswith("\n"))
 
 
+def _ci(lo, hi) -> str:
+    ok = lo is not None and hi is not None and lo == lo and hi == hi
+    return f"[{lo:+.3f}, {hi:+.3f}]" if ok else ""
+
+
 def _short_gaps(res: AnalysisResult):
     import pyarrow as pa
 
     rows = []
     by = [c for c in res.params.get("by", [])]
     for r in res.table.to_pylist():
-        ci = (
-            f"[{r['gap_ci_low']:+.3f}, {r['gap_ci_high']:+.3f}]"
-            if r["gap_ci_low"] is not None and r["gap_ci_high"] is not None
-            else ""
-        )
+        ci = _ci(r["gap_ci_low"], r["gap_ci_high"])
+        uci = _ci(r["usage_gap_ci_low"], r["usage_gap_ci_high"])
         if r["significant"]:
             finding = f"yes: {r['favors']}"
         elif not r["supported"]:
@@ -87,7 +92,8 @@ def _short_gaps(res: AnalysisResult):
         else:
             finding = "no"
         rows.append(
-            {**{c: r[c] for c in by}, **{c: r.get(c) for c in GAPS_SHORT}, "gap_ci": ci, "finding": finding}
+            {**{c: r[c] for c in by}, **{c: r.get(c) for c in GAPS_SHORT}}
+            | {"gap_ci": ci, "usage_gap_ci": uci, "finding": finding}
         )
     return pa.Table.from_pylist(rows) if rows else res.table
 
@@ -107,12 +113,19 @@ def _short_gaps(res: AnalysisResult):
 @click.option(
     "--n-perm", type=int, default=1000, show_default=True, help="Permutations for --test permutation."
 )
+@click.option(
+    "--key",
+    type=click.Choice(list(analysis.TOOL_KEYS)),
+    default="tool",
+    show_default=True,
+    help="What counts as one tool: the tool, tool:modality (python:video), or each program of a command.",
+)
 @click.option("--significant", is_flag=True, help="Show only significant gaps.")
 @click.option("--all-columns", is_flag=True, help="Show every column in the terminal table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_output_options
 def gaps_cmd(
-    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm,
+    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm, key,
     significant, all_columns, quiet, fmt, out, max_rows,
 ) -> None:  # fmt: skip
     """Tools over-represented in successful vs failed trajectories of LAB, with intervals and tests.
@@ -132,20 +145,21 @@ def gaps_cmd(
         correction=correction,
         test=test,
         n_perm=n_perm,
+        key=key,
         progress=not quiet,
+    )
+    t = res.table
+    summary = (
+        f"{sum(t.column('significant').to_pylist())} significant of {sum(t.column('supported').to_pylist())} "
+        f"supported rows ({t.num_rows} in all; {test} test, {correction}, alpha {alpha}, "
+        f"{n_boot} bootstrap replicates)"
     )
     if significant:
         import pyarrow.compute as pc
 
         res.table = res.table.filter(pc.field("significant"))
-    if res.num_rows and fmt in ("table", "markdown") and not out:
-        t = res.table
-        n_sig = sum(t.column("significant").to_pylist())
-        n_sup = sum(t.column("supported").to_pylist())
-        click.echo(
-            f"{n_sig} significant of {n_sup} supported rows ({t.num_rows} in all; "
-            f"{correction}, alpha {alpha}, {n_boot} bootstrap replicates)"
-        )
+    if t.num_rows and fmt in ("table", "markdown") and not out:
+        click.echo(summary)
     _report(res, fmt, out, max_rows, None if all_columns else _short_gaps)
 
 
@@ -156,9 +170,12 @@ def gaps_cmd(
 @click.option(
     "--param", "-p", "params", multiple=True, metavar="NAME=VALUE", help="Analysis parameter (repeatable)."
 )
+@click.option(
+    "--key", type=click.Choice(list(analysis.TOOL_KEYS)), default=None, help="Tool key for gaps files."
+)
 @click.option("--show-sql", is_flag=True, help="Print the SQL (placeholders filled) instead of running it.")
 @_output_options
-def analyze_cmd(name, lab, by, params, show_sql, fmt, out, max_rows) -> None:
+def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> None:
     """Run the analysis NAME over LAB: gaps, capability, tokens, failures, funnel, recovery, tools, ...
 
     NAME may also be a path to your own .sql file (copy one with --show-sql and edit it).
@@ -181,17 +198,17 @@ def analyze_cmd(name, lab, by, params, show_sql, fmt, out, max_rows) -> None:
         return
     kwargs = {}
     for p in params:
-        key, sep, value = p.partition("=")
-        if not sep or not key.strip():
+        pname, sep, value = p.partition("=")
+        if not sep or not pname.strip():
             raise click.UsageError(f"--param wants NAME=VALUE, got {p!r}")
-        kwargs[key.strip()] = parse_value(value)
+        kwargs[pname.strip()] = parse_value(value)
     if show_sql:
         info = analysis.get_analysis(name) if not name.endswith(".sql") else None
         text = info.text if info else Path(name).read_text(encoding="utf-8")
         cols = analysis.normalize_by(by) if by is not None else (info.default_by if info else ())
         from ..analysis._catalog import expand
 
-        click.echo(expand(text, cols), nl=False)
+        click.echo(expand(text, cols, key), nl=False)
         return
     if not lab:
         raise click.UsageError("give the LAB to analyse")
@@ -205,8 +222,12 @@ def analyze_cmd(name, lab, by, params, show_sql, fmt, out, max_rows) -> None:
             )
         if by is not None:
             kwargs["by"] = by
+        if key is not None:
+            if name != "gaps":
+                raise click.UsageError("--key applies to gaps")
+            kwargs["key"] = key
         res = fn(lab, **kwargs)
     else:
-        res = analysis.run_analysis(lab, name, params=kwargs, by=by)
+        res = analysis.run_analysis(lab, name, params=kwargs, by=by, key=key)
     short = _short_gaps if name == "gaps" else None
     _report(res, fmt, out, max_rows, short)

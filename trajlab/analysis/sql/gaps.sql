@@ -16,6 +16,8 @@
 -- @param min_support=10 minimum number of calls of the tool (both outcomes together)
 -- @param min_trajectories=5 minimum number of trajectories that use the tool
 -- {{by}} grouping columns followed by a comma (`model, harness,`), or nothing
+-- {{key}} what names a call's tool: by default coalesce(tool, tool_name, '(unknown)'); trajlab can
+--   also use the tool plus its modality (`python:video`) or every distinct program of the command line
 -- {{partition_by}} `PARTITION BY` the grouping columns, or nothing
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
@@ -23,9 +25,8 @@ WITH traj AS (
     WHERE outcome IN ('success', 'failure')
 ),
 calls AS MATERIALIZED (
-    SELECT trajectory_id, coalesce(tool, tool_name, '(unknown)') AS tool, count(*) AS n_calls
-    FROM steps
-    WHERE kind = 'tool_call'
+    SELECT trajectory_id, tool, count(*) AS n_calls
+    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
     GROUP BY ALL
 ),
 per_trajectory AS (

@@ -8,6 +8,8 @@
 -- same point estimates in plain SQL).
 --
 -- {{by}} is replaced by the grouping columns followed by a comma (`model, harness,`), or nothing.
+-- {{key}} what names a call's tool: by default coalesce(tool, tool_name, '(unknown)'); trajlab can
+--   also use the tool plus its modality (`python:video`) or every distinct program of the command line
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
     FROM trajectories
@@ -15,9 +17,8 @@ WITH traj AS (
 ),
 calls AS (
     -- aggregate the big steps table first, then join the small trajectories table
-    SELECT trajectory_id, coalesce(tool, tool_name, '(unknown)') AS tool, count(*) AS n_calls
-    FROM steps
-    WHERE kind = 'tool_call'
+    SELECT trajectory_id, tool, count(*) AS n_calls
+    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
     GROUP BY ALL
 )
 SELECT t.trajectory_id, t.success, {{by}} c.tool, coalesce(c.n_calls, 0) AS n_calls
