@@ -135,6 +135,42 @@ def test_trial_without_trajectory_and_malformed_files(parsed):
     assert t["final_answer"] == "42" and [s["kind"] for s in steps] == ["user", "assistant", "tool_call"]
 
 
+def test_references_outside_the_folder_are_not_read(tmp_path: Path):
+    secret = tmp_path / "secret.json"
+    secret.write_text(
+        '{"schema_version": "ATIF-v1.5", "steps": [{"step_id": 1, "source": "user", "message": "x"}]}'
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trajectory.json").write_text(
+        json.dumps(
+            {
+                "schema_version": "ATIF-v1.5",
+                "steps": [
+                    {"step_id": 1, "source": "user", "message": "go"},
+                    {
+                        "step_id": 2,
+                        "source": "system",
+                        "message": "summarized",
+                        "observation": {
+                            "results": [{"subagent_trajectory_ref": [{"trajectory_path": "../secret.json"}]}]
+                        },
+                    },
+                ],
+                "continued_trajectory_ref": "/etc/passwd",
+            }
+        )
+    )
+    _, units = parse_tree(run)
+    _, ctx, [(t, steps)] = units["trajectory.json"]
+    assert ctx.records_seen == 2 and not ctx.quarantined  # nothing outside run/ was opened
+    assert sorted(t["anomalies"]) == [
+        "continuation reference outside the trajectory folder: not read",
+        "sub-agent trajectory '../secret.json' outside the trajectory folder: not read",
+    ]
+    assert len(steps) == 2
+
+
 def test_sniff_only_atif():
     a = get_adapter("atif")
     assert a.sniff(Path("x.json"), b'{\n  "schema_version": "ATIF-v1.7",\n  "session_id": "s"')

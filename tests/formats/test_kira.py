@@ -119,7 +119,10 @@ def test_malformed_and_orphan_items(parsed):
     _, ctx, [(t, steps)] = units["item_0003/messages.json"]
     assert (ctx.records_seen, ctx.records_quarantined) == (4, 1)
     assert (t["outcome"], t["benchmark"], t["native_id"]) == ("unknown", "omnigaia", "item_0003")
-    assert t["anomalies"] == ["no results row for this item: outcome unknown"]
+    assert t["anomalies"] == [
+        "trajectory.json missing: no per-turn token usage",
+        "no results row for this item: outcome unknown",
+    ]
     assert len(steps) == 3
 
 

@@ -86,6 +86,8 @@ class KiraAdapter(Adapter):
         anomalies: list[str] = []
         messages = list(json_records(unit.primary, ctx, doc))
         records = _step_records(d / "trajectory.json", ctx)
+        if not (d / "trajectory.json").is_file():
+            anomalies.append("trajectory.json missing: no per-turn token usage")
         snapshots = _snapshots(d / "pre_summary_snapshots.json", ctx, anomalies)
         conv = _Conv(anomalies)
         for seg_i, seg in enumerate(snapshots):
