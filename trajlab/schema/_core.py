@@ -218,7 +218,16 @@ class Source(Table):
     mtimes_ns: list[int] = Field(
         default_factory=list, description="Modification time of each member file (ns)."
     )
-    digest: str | None = Field(None, description="`xxh3_128:<hex>` of the unit's bytes.")
+    digest: str | None = Field(
+        None,
+        description="`xxh3_128:<hex>` of the unit's content (primary file bytes, then each companion's "
+        "path relative to the primary's folder and bytes); equal digests mean duplicate units.",
+    )
+    meta_digest: str | None = Field(
+        None,
+        description="Digest of the trajlab-meta sidecar entries applied to the unit's runs (None when "
+        "none applied); a change re-ingests the unit.",
+    )
     runner: str | None = Field(None, description="Runner of the adapter that claimed the unit.")
     format: str | None = Field(None, description="Format name of the adapter.")
     status: Literal["ingested", "partial", "quarantined", "duplicate", "unknown"] = Field(

@@ -3,12 +3,14 @@
 Layout::
 
     LAB/lab.json                      manifest (schema version, generation, parts of every table, history)
-    LAB/<table>/part-g<gen>-<id>.parquet
+    LAB/<table> -> .gen/<table>/g<gen>   symlink to the folder of the table's current parts
+    LAB/.gen/<table>/g<gen>/part-g<gen>-<id>.parquet
     LAB/_staging/<txn>/...            parts of a write in progress (ignored by Parquet readers: leading _)
     LAB/.lock                         writer lock
 
-Any Parquet reader can read `LAB/<table>/*.parquet` directly. Writes are atomic: a crash before the
-manifest is replaced leaves the previous generation intact, and the next writer removes the leftovers.
+Any Parquet reader can read `LAB/<table>/*.parquet` directly and sees one whole generation of that
+table (see `_publish`). Writes are atomic: a crash before the manifest is replaced leaves the previous
+generation intact, and the next writer removes the leftovers.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..errors import LabError, LabLockedError
 from ..schema import SCHEMA_VERSION, TABLES, arrow_schema, default_row
+from . import _publish
 from ._manifest import (
     HISTORY_LIMIT,
     MANIFEST_NAME,
@@ -42,9 +45,9 @@ from ._manifest import (
     write_manifest,
 )
 from ._migrations import apply_migrations
-from ._parts import PartWriter, conform
+from ._parts import PartWriter, conform, new_part_name, parquet_options
 
-STAGING = "_staging"
+STAGING = _publish.STAGING
 LOCK_NAME = ".lock"
 
 
@@ -130,6 +133,18 @@ class Lab:
         files = [str(f) for f in self.files(table)]
         return ds.dataset(files, schema=schema, format="parquet")
 
+    def _retrying(self, fn):  # type: ignore[no-untyped-def]
+        """Run a read; if a concurrent writer removed a part we were about to read, reload and retry."""
+        for attempt in range(5):
+            try:
+                return fn()
+            except (FileNotFoundError, OSError) as e:
+                if attempt == 4 or not _missing_part(e):
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+                self.refresh()
+        raise AssertionError("unreachable")
+
     def read(
         self,
         table: str,
@@ -137,7 +152,8 @@ class Lab:
         filter: ds.Expression | None = None,
     ) -> pa.Table:
         """The whole table (or selected columns/rows) as one Arrow table; empty with the schema if absent."""
-        return self.dataset(table).to_table(columns=list(columns) if columns else None, filter=filter)
+        cols = list(columns) if columns else None
+        return self._retrying(lambda: self.dataset(table).to_table(columns=cols, filter=filter))
 
     def iter_batches(
         self, table: str, columns: Sequence[str] | None = None, batch_size: int = 65_536
@@ -172,14 +188,15 @@ class Lab:
         """Exclusive write transaction; commits on normal exit, rolls back on exception."""
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
-            _recover(self.root, self.manifest)
+            _publish.recover(self.root, self.manifest, list(TABLES))
             txn = Transaction(self, operation)
             try:
                 yield txn
+                txn.commit()
             except BaseException:
-                txn.abort()
+                if not txn.done:
+                    txn.abort()
                 raise
-            txn.commit()
 
     def append(
         self, table: str, rows: Iterable[Mapping[str, Any]] | pa.Table, operation: str = "append"
@@ -210,6 +227,7 @@ class Transaction:
         self._deletes: dict[str, list[tuple[str, set[Any]]]] = {}
         self._cleared: set[str] = set()
         self.summary: dict[str, Any] = {}
+        self.durable = True  # fsync parts and folders before the manifest switch
         self.done = False
 
     def writer(self, table: str) -> PartWriter:
@@ -256,6 +274,9 @@ class Transaction:
     # -- commit ----------------------------------------------------------------------------------
 
     def commit(self) -> None:
+        """Publish: close writers, rewrite parts hit by deletes, move staged parts into their table
+        folders, fsync, then replace the manifest (the atomic step). On any error before the manifest
+        switch the moved parts are removed again and the previous generation stays current."""
         if self.done:
             return
         lab = self.lab
@@ -269,42 +290,49 @@ class Transaction:
             return
         now = utcnow().isoformat()
         new_tables = dict(manifest.tables)
-        obsolete: list[Path] = []
-        moves: list[tuple[Path, Path]] = []
+        plans: list[_publish.TablePlan] = []
         stats: dict[str, dict[str, int]] = {}
         for table in sorted(changed):
             schema = table_schema(table)
-            old = manifest.tables.get(table, TableEntry())
+            old = manifest.tables.get(table)
+            old_parts = old.parts if old else []
             kept: list[PartEntry] = []
             removed_rows = 0
             if table in self._cleared:
-                obsolete += [lab.root / p.path for p in old.parts]
-                removed_rows += old.rows
+                removed_rows += sum(p.rows for p in old_parts)
             else:
-                for part in old.parts:
+                for part in old_parts:
                     rewritten = self._apply_deletes(table, part, schema)
                     if rewritten is None:
                         kept.append(part)
                         continue
-                    obsolete.append(lab.root / part.path)
                     new_path, new_rows = rewritten
                     removed_rows += part.rows - new_rows
                     if new_path is not None:
                         self._staged.setdefault(table, []).append((new_path, new_rows))
+            plan = _publish.TablePlan(
+                table,
+                self.generation,
+                old.generation if old else None,
+                kept=[lab.root / p.path for p in kept],
+            )
+            parts = [PartEntry(plan.part_path(Path(p.path).name), p.rows, p.bytes) for p in kept]
             added = 0
             for staged, rows in self._staged.get(table, []):
-                final = lab.root / table / staged.name
-                moves.append((staged, final))
-                kept.append(PartEntry(path=f"{table}/{staged.name}", rows=rows, bytes=staged.stat().st_size))
+                plan.new.append(staged)
+                parts.append(PartEntry(plan.part_path(staged.name), rows, staged.stat().st_size))
                 added += rows
+            kept = parts
+            if not added and not removed_rows and table not in self._cleared:
+                continue  # deletes that matched nothing: the table is unchanged
+            plans.append(plan)
             new_tables[table] = TableEntry(
                 parts=kept, schema_version=SCHEMA_VERSION, updated_at=now, generation=self.generation
             )
             stats[table] = {"added": added, "removed": removed_rows, "rows": sum(p.rows for p in kept)}
-        # Publish: move staged parts into place, then switch the manifest (the atomic step).
-        for src, dst in moves:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, dst)
+        if not plans:
+            self.abort()
+            return
         history = [
             *manifest.history,
             {
@@ -326,12 +354,24 @@ class Transaction:
             migrations=manifest.migrations,
             history=history,
         )
-        write_manifest(lab.root, new_manifest)
+        root = lab.root
+        try:
+            _publish.build(root, plans, self.durable)  # new table folders, invisible so far
+            write_manifest(root, new_manifest)  # the commit point
+        except BaseException:
+            # Roll back to whatever manifest is on disk (the old one unless its rename went through).
+            on_disk = read_manifest(root)
+            _publish.recover(root, on_disk, list(TABLES))
+            lab.manifest = on_disk
+            if on_disk.generation != self.generation:
+                self.abort()
+            self.done = True
+            raise
         lab.manifest = new_manifest
-        for p in obsolete:
-            p.unlink(missing_ok=True)
-        shutil.rmtree(self.staging_dir, ignore_errors=True)
         self.done = True
+        _publish.switch(root, plans, self.durable)  # one symlink rename per table, for glob readers
+        _publish.cleanup(root, plans)
+        shutil.rmtree(self.staging_dir, ignore_errors=True)
 
     def _apply_deletes(
         self, table: str, part: PartEntry, schema: pa.Schema
@@ -342,29 +382,29 @@ class Transaction:
             return None
         path = self.lab.root / part.path
         pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
         mask = None
         for column, values in specs:
             if column not in schema.names:
                 raise LabError(f"cannot delete from {table!r} by unknown column {column!r}")
+            if column not in present:  # a part written before the column existed: all nulls
+                continue
             col = pf.read(columns=[column]).column(column)
             m = pc.is_in(col, value_set=pa.array(list(values), type=schema.field(column).type))
             m = pc.fill_null(m, False)
             mask = m if mask is None else pc.or_(mask, m)
-        assert mask is not None
+        if mask is None:
+            return None
         n_del = pc.sum(mask).as_py() or 0
         if n_del == 0:
             return None
         if n_del == part.rows:
             return (None, 0)
-        keep = pc.invert(mask)
-        out = self.staging_dir / table / f"rw-{uuid.uuid4().hex[:8]}-{path.name}"
+        out = self.staging_dir / table / new_part_name(self.generation)
         out.parent.mkdir(parents=True, exist_ok=True)
-        from ._parts import PARQUET_OPTIONS, new_part_name
-
-        out = out.with_name(new_part_name(self.generation))
-        table_data = conform(pf.read(), schema).filter(keep)
-        pq.write_table(table_data, out, **PARQUET_OPTIONS)
-        return (out, table_data.num_rows)
+        kept = conform(pf.read(), schema).filter(pc.invert(mask))
+        pq.write_table(kept, out, **parquet_options(schema))
+        return (out, kept.num_rows)
 
 
 # -- locking and recovery ------------------------------------------------------------------------
@@ -392,14 +432,5 @@ def _lock(root: Path, wait_s: float = 30.0) -> Iterator[None]:
             os.close(fd)
 
 
-def _recover(root: Path, manifest: Manifest) -> None:
-    """Remove what an interrupted write left behind: staging folders and parts not in the manifest."""
-    shutil.rmtree(root / STAGING, ignore_errors=True)
-    referenced = {p.path for t in manifest.tables.values() for p in t.parts}
-    for table in TABLES:
-        d = root / table
-        if not d.is_dir():
-            continue
-        for f in d.glob("part-*.parquet"):
-            if f"{table}/{f.name}" not in referenced:
-                f.unlink(missing_ok=True)
+def _missing_part(e: BaseException) -> bool:
+    return isinstance(e, FileNotFoundError) or "No such file" in str(e) or "not found" in str(e).lower()

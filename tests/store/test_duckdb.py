@@ -1,0 +1,134 @@
+"""Read-only DuckDB over a lab: views, derived views, and what user SQL may not do."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from trajlab.errors import QueryError
+from trajlab.store import Lab, fetch_arrow, query, run_readonly, view_names
+
+NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture()
+def lab(tmp_path: Path) -> Lab:
+    lab = Lab.open(tmp_path / "lab", create=True)
+    with lab.write("seed") as txn:
+        txn.append(
+            "trajectories",
+            [
+                {
+                    "trajectory_id": "t1",
+                    "runner": "codex",
+                    "format": "codex-rollout",
+                    "source_path": "/x",
+                    "source_digest": "d",
+                    "outcome": "failure",
+                    "model": "m",
+                    "ingested_at": NOW,
+                },
+            ],
+        )
+        txn.append(
+            "steps",
+            [
+                {"trajectory_id": "t1", "step_index": 0, "step_id": "t1:0", "kind": "user", "text": "hi"},
+                {
+                    "trajectory_id": "t1",
+                    "step_index": 1,
+                    "step_id": "t1:1",
+                    "kind": "tool_call",
+                    "tool": "ffmpeg",
+                    "modality": "audio",
+                },
+            ],
+        )
+    (tmp_path / "secret.csv").write_text("a,b\n1,2\n")
+    return lab
+
+
+def test_views_and_derived_views(lab: Lab) -> None:
+    names = view_names(lab.connect())
+    assert {
+        "trajectories",
+        "steps",
+        "sources",
+        "quarantine",
+        "tool_calls",
+        "dag_nodes",
+        "judge_labels",
+    } <= set(names)
+    got = query(lab, "select trajectory_id, tool, modality, runner, outcome from tool_calls").to_pylist()
+    assert got == [
+        {
+            "trajectory_id": "t1",
+            "tool": "ffmpeg",
+            "modality": "audio",
+            "runner": "codex",
+            "outcome": "failure",
+        }
+    ]
+    assert query(lab, "select count(*) as n from dag_nodes", as_="polars")["n"].to_list() == [
+        0
+    ]  # empty table
+    assert list(query(lab, "select kind from steps order by step_index", as_="pandas")["kind"]) == [
+        "user",
+        "tool_call",
+    ]
+    assert query(lab, "select count(*) n from steps where step_index = $i", params={"i": 1}).to_pylist() == [
+        {"n": 1}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("COPY steps TO '/tmp/out.csv'", "only read-only queries are allowed (got a COPY statement)"),
+        ("CREATE TABLE t AS SELECT 1", "got a CREATE statement"),
+        ("CREATE VIEW v AS SELECT 1", "got a CREATE statement"),
+        ("ATTACH '/tmp/other.duckdb'", "got a ATTACH statement"),
+        ("INSTALL httpfs", "only read-only queries are allowed"),
+        ("LOAD httpfs", "only read-only queries are allowed"),
+        ("SET enable_external_access = true", "got a SET statement"),
+        ("PRAGMA version", "got a PRAGMA statement"),
+        ("SELECT 1; DROP VIEW steps", "got a DROP statement"),
+        ("DELETE FROM steps", "got a DELETE statement"),
+        ("", "empty query"),
+    ],
+)
+def test_writes_and_settings_are_rejected(lab: Lab, sql: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        run_readonly(lab.connect(), sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from read_csv('{outside}/secret.csv')",
+        "select * from read_text('/etc/hostname')",
+        "select * from read_blob('/etc/passwd')",
+        "select * from glob('/etc/*')",
+        "select * from read_parquet('{root}/../secret.csv')",
+        "select * from read_csv('https://example.com/x.csv')",
+    ],
+)
+def test_no_file_access_outside_the_lab(lab: Lab, sql: str) -> None:
+    sql = sql.format(outside=lab.root.parent, root=lab.root)
+    with pytest.raises(QueryError, match="Permission Error"):
+        fetch_arrow(run_readonly(lab.connect(), sql))
+
+
+def test_files_inside_the_lab_are_readable(lab: Lab) -> None:
+    rel = run_readonly(lab.connect(), f"select count(*) from read_parquet('{lab.root}/steps/*.parquet')")
+    assert fetch_arrow(rel).column(0).to_pylist() == [2]
+
+
+def test_sql_error_carries_duckdb_message_and_views(lab: Lab) -> None:
+    with pytest.raises(QueryError) as e:
+        query(lab, "select nope from steps")
+    msg = str(e.value)
+    assert 'Referenced column "nope" not found' in msg
+    assert "views available:" in msg and "tool_calls" in msg
