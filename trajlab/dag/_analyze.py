@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -85,10 +86,16 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
     layer: dict[int, int] = {}
     lp: dict[int, int] = {}
     for v in order:
-        ps = preds.get(v, ())
-        layer[v] = max((layer[u] + 1 for u, _ in ps), default=0)
-        lp[v] = max((lp[u] + 1 for u, t in ps if t in ("data", "answer")), default=1)
-        nodes[v]["layer"] = layer[v]
+        lay = 0
+        best = 1
+        for u, t in preds.get(v, ()):
+            if layer[u] >= lay:
+                lay = layer[u] + 1
+            if (t == "data" or t == "answer") and lp[u] >= best:
+                best = lp[u] + 1
+        layer[v] = lay
+        lp[v] = best
+        nodes[v]["layer"] = lay
     per_layer: dict[int, int] = defaultdict(int)
     for v in order:
         per_layer[layer[v]] += 1
@@ -143,7 +150,7 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
     candidates = rank_candidates(b, ctx)
     edges = [
         {"trajectory_id": b.tid, "src": s, "dst": d, "type": t, "artifact": art, "rule": rule}
-        for (s, d, t), (art, rule) in sorted(b.edges.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))
+        for (s, d, t), (art, rule) in sorted(b.edges.items(), key=itemgetter(0))
     ]
     for e in edges:
         if not e["src"] < e["dst"]:

@@ -6,7 +6,7 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import clip, same_file, scan
+from ._tokens import clip, has_path, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -209,8 +209,8 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
     evid = [i for i in sorted(b.nodes) if i < answer and is_evidence(b, i)]
     exact: dict[str, int] = {}
     for i in evid:
-        out = (b.by_idx[i].get("output") or "").strip()
-        last = out.rsplit("\n", 1)[-1].strip()
+        tail = (b.by_idx[i].get("output") or "")[-200:].rstrip()
+        last = tail[tail.rfind("\n") + 1 :].strip()
         if 0 < len(last) <= 40:
             exact[last] = i
     for piece in dict.fromkeys(_PIECE_RE.findall(text)):
@@ -218,11 +218,10 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
             b.edge(exact[piece], answer, "answer", f"value:{piece}", "answer-value")
             supported.append(piece)
     if words:
-        outs = [(i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "").lower()) for i in evid]
+        outs = [(i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "")) for i in reversed(evid)]
         for w in words[:20]:
-            lw = w.lower()
-            rx = re.compile(r"\b" + re.escape(lw) + r"\b")
-            src = next((i for i, o in reversed(outs) if lw in o and rx.search(o)), None)
+            forms = list(dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())))
+            src = next((i for i, o in outs if any(f in o and has_path(o, f) for f in forms)), None)
             if src is not None:
                 b.edge(src, answer, "answer", w, "answer-term")
                 supported.append(w)

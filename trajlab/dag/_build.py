@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+import ahocorasick
 import orjson
 
 from ._analyze import analyze
@@ -87,8 +88,11 @@ def clean_label(text: str | None, width: int = 80) -> str | None:
     """First non-empty line of a text, control characters removed, cut to `width`."""
     if not text:
         return None
-    head = text[:2000]
-    line = next((ln for ln in head.splitlines() if ln.strip()), "").strip().translate(_CTRL)
+    head = text[: width * 4].lstrip()
+    if not head and len(text) > width * 4:
+        head = text.lstrip()[: width * 4]
+    cut = head.find("\n")
+    line = (head if cut < 0 else head[:cut]).strip().translate(_CTRL)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -232,9 +236,12 @@ class _Builder:
                 if self.ok_src(src, node) and same_file(p, path):
                     best = (src, rule, p)
                     break
+        tail = path[-3:]
         for pat, src, rule in reversed(ix.patterns):
             if best is not None and src <= best[0]:
                 break
+            if not (pat.endswith(tail) or "*" in pat[-6:] or has_glob(path)):
+                continue
             if self.ok_src(src, node) and (
                 pattern_matches(pat, path) or (has_glob(path) and pattern_matches(path, pat))
             ):
@@ -359,6 +366,8 @@ class _Builder:
             else:
                 opened[agent] = io.open_file
             for script in io.scripts:
+                if io.shared:
+                    io = io.unshared()
                 body = (
                     io.written_code.get(script)
                     or code.get(script)
@@ -410,12 +419,32 @@ class _Builder:
             if d.get(key, -1) < i:
                 d[key] = i
 
+        first_write: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        patterns: list[tuple[str, int]] = []
+        for i, io in self.io.items():
+            for p, _ in io.produced:
+                if has_glob(p) or "%" in p:
+                    patterns.append((p, i))
+                else:
+                    first_write[basename(p)].append((p, i))
+
+        def written_before(p: str, i: int) -> bool:
+            """A path written before step i is linked to its writer: no need to look for it in outputs."""
+            for q, j in first_write.get(basename(p), ()):
+                if j < i and same_file(q, p):
+                    return True
+            tail = p[-3:]
+            for q, j in patterns:
+                if j < i and (q.endswith(tail) or "*" in q[-6:]) and pattern_matches(q, p):
+                    return True
+            return False
+
         for i, io in self.io.items():
             if io.value_text:
                 for v in values_of(io.value_text[:VALUE_TEXT_MAX]):
                     want(values, v, i)
             for p in (*io.consumed, *io.edits, *io.scripts):
-                if not has_glob(p):
+                if not has_glob(p) and not written_before(p, i):
                     want(paths, p, i)
             for u in io.urls:
                 want(urls, u.rstrip("/"), i)
@@ -441,9 +470,24 @@ class _Builder:
                 want(urls, u.rstrip("/"), i)
             if self.nodes[i]["kind"] == "compaction":
                 self.compaction_io[i] = StepIO(consumed=[p for p in ps if "/" in p], urls=us, value_text=text)
-        self.dv = sorted(((last, v) for v, last in values.items()), reverse=True)
-        self.dp = sorted(((last, p, _probes(p)) for p, last in paths.items()), reverse=True)
-        self.du = sorted(((last, u) for u, last in urls.items()), reverse=True)
+        # One Aho-Corasick automaton finds every demanded token in an output in a single pass.
+        self.wanted: dict[str, list[tuple[str, int, str]]] = defaultdict(
+            list
+        )  # token -> (kind, last use, target)
+        for v, last in values.items():
+            self.wanted[v].append(("v", last, v))
+        for p, last in paths.items():
+            for pr in _probes(p):
+                self.wanted[pr].append(("p", last, p))
+            self.wanted[basename(p)].append(("b", last, p))
+        for u, last in urls.items():
+            self.wanted[u].append(("u", last, u))
+        self.finder = None
+        if self.wanted:
+            self.finder = ahocorasick.Automaton()
+            for key in self.wanted:
+                self.finder.add_word(key, key)
+            self.finder.make_automaton()
 
     # -- pass 2: data edges --------------------------------------------------------------------------
 
@@ -557,27 +601,25 @@ class _Builder:
             return
         t = clip(text)
         ix = self.ix
-        for last, v in self.dv:
-            if last <= node:
-                break
-            if v in t and has_value(t, v):
-                lst = ix.values[v]
-                if not lst or lst[-1] != node:
-                    lst.append(node)
-        for last, p, probes in self.dp:
-            if last <= node:
-                break
-            hit = any(pr in t and has_path(t, pr) for pr in probes)
-            if not hit and lists_dir:
-                b = basename(p)
-                hit = b in t and has_path(t, b) and same_file(f"{lists_dir.rstrip('/')}/{b}", p)
-            if hit:
-                ix.revealed[basename(p)].append((p, node))
-        for last, u in self.du:
-            if last <= node:
-                break
-            if u in t:
-                ix.urls[u].append(node)
+        if self.finder is not None:
+            done: set[str] = set()
+            for key in {k for _, k in self.finder.iter(t)}:
+                for kind, last, target in self.wanted[key]:
+                    if last <= node:
+                        continue
+                    if kind == "v":
+                        lst = ix.values[key]
+                        if (not lst or lst[-1] != node) and has_value(t, key):
+                            lst.append(node)
+                    elif kind == "u":
+                        ix.urls[key].append(node)
+                    elif target in done:
+                        continue
+                    elif (
+                        kind == "p" or (lists_dir and same_file(f"{lists_dir.rstrip('/')}/{key}", target))
+                    ) and has_path(t, key):
+                        ix.revealed[basename(target)].append((target, node))
+                        done.add(target)
         tail = t.rstrip()
         line = tail[tail.rfind("\n") + 1 :].strip()
         if 0 < len(line) <= LAST_LINE_MAX:
@@ -810,11 +852,17 @@ def _modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
     return m
 
 
+_SECOND = timedelta(seconds=1)
+
+
 def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
-    if (p.get("agent_id") or "main") != (s.get("agent_id") or "main"):
+    a, b = p.get("timestamp"), s.get("timestamp")
+    if a is None or b is None or p.get("agent_id") != s.get("agent_id"):
         return False
-    a, b = _ts(p.get("timestamp")), _ts(s.get("timestamp"))
-    return a is not None and b is not None and b < a - 1.0
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return b < a - _SECOND
+    x, y = _ts(a), _ts(b)
+    return x is not None and y is not None and y < x - 1.0
 
 
 def build_dag(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> StepDag:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +111,17 @@ class StepIO:
     open_file: str | None = None  # the file an editor-style tool (SWE-agent `open`/`edit`) works on
     deleted: list[str] = field(default_factory=list)
     value_text: str = ""
-    primary: str | None = None  # the main input (first consumed path or URL), used by the retry rule
+    primary: str | None = None
+    shared: bool = False  # the lists belong to a cached ShellIO
+
+    def unshared(self) -> StepIO:
+        return dataclasses.replace(
+            self,
+            produced=list(self.produced),
+            consumed=list(self.consumed),
+            urls=list(self.urls),
+            shared=False,
+        )  # the main input (first consumed path or URL), used by the retry rule
 
 
 def parse_args(arguments: str | None) -> Any:
@@ -126,18 +137,20 @@ def parse_args(arguments: str | None) -> Any:
 
 
 def _from_shell(sio: ShellIO) -> StepIO:
+    """A view of a (cached, shared) ShellIO; call `unshared()` before changing its lists."""
     return StepIO(
-        produced=list(sio.produced),
-        produced_dirs=list(sio.produced_dirs),
-        consumed=list(sio.consumed),
-        words=list(sio.words),
-        urls=list(sio.urls),
-        scripts=list(sio.scripts),
-        edits=list(sio.edits),
-        written_code=dict(sio.written_code),
+        produced=sio.produced,
+        produced_dirs=sio.produced_dirs,
+        consumed=sio.consumed,
+        words=sio.words,
+        urls=sio.urls,
+        scripts=sio.scripts,
+        edits=sio.edits,
+        written_code=sio.written_code,
         lists_dir=sio.lists_dir,
         cwd=sio.cwd,
-        deleted=list(sio.deleted),
+        deleted=sio.deleted,
+        shared=True,
     )
 
 

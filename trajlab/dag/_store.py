@@ -20,6 +20,7 @@ from ..errors import LabError
 from ..store import Lab
 from ._build import build_dag
 from ._model import DAG_VERSION, StepDag
+from ._pool import Result, build_many
 
 STEP_COLUMNS = (
     "trajectory_id",
@@ -60,6 +61,8 @@ TRAJECTORY_COLUMNS = (
 )
 _TEXT_KEEP = 16_000  # characters of task / final answer kept per pending trajectory
 DAG_TABLES = ("dag_nodes", "dag_edges", "dag_metrics")
+POOL_MIN_STEPS = 20_000
+"""Below this many steps, worker processes cost more to start than they save."""
 
 
 @dataclass
@@ -165,13 +168,15 @@ def build_lab(
     rebuild: bool = False,
     progress: bool = True,
     batch_size: int = 16_384,
+    workers: int | None = None,
 ) -> DagReport:
     """Build and store the step DAGs of a lab's trajectories, in one write transaction.
 
     Incremental: only trajectories without a DAG, with an older `dag_version`, or re-ingested after
     their DAG was built are processed (all selected ones with `rebuild=True`); their old rows are
     deleted in the same transaction, as are rows of trajectories no longer in the lab. Steps are
-    streamed, so memory is bounded by the largest trajectory rather than the lab.
+    streamed, so memory is bounded by the largest trajectory rather than the lab. `workers`
+    processes build the DAGs (default: the CPU count, up to 4; 1 builds in this process).
     """
     t0 = time.perf_counter()
     lab = _open(lab)
@@ -206,13 +211,20 @@ def build_lab(
             for table in DAG_TABLES:
                 txn.delete(table, "trajectory_id", [*todo, *stale])
             seen: set[str] = set()
-            for tid, steps in _grouped(lab, todo_set, counts, batch_size):
-                seen.add(tid)
-                _one(txn, report, trows[tid], steps)
-                bar.update(len(steps))
-            for tid in todo:
-                if tid not in seen:  # a trajectory without steps still gets its (empty) DAG
-                    _one(txn, report, trows[tid], [])
+
+            def items() -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+                for tid, steps in _grouped(lab, todo_set, counts, batch_size):
+                    seen.add(tid)
+                    yield trows[tid], steps
+                for tid in todo:
+                    if tid not in seen:  # a trajectory without steps still gets its (empty) DAG
+                        yield trows[tid], []
+
+            total = sum(counts.values())
+            n_workers = (workers or min(os.cpu_count() or 1, 4)) if total >= POOL_MIN_STEPS else 1
+            for result in build_many(items(), n_workers):
+                _absorb(txn, report, result)
+                bar.update(result[1])
             report.removed = len(stale)
             txn.summary["dag"] = {
                 "built": report.built,
@@ -238,23 +250,23 @@ def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _one(txn: Any, report: DagReport, trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> None:
-    try:
-        dag = build_dag(trajectory, steps)
-    except Exception as e:  # a rule bug must not lose the whole lab's build; it is reported
-        report.failed.append((trajectory["trajectory_id"], f"{type(e).__name__}: {e}"))
+def _absorb(txn: Any, report: DagReport, result: Result) -> None:
+    tid, n_steps, rows, error = result
+    if rows is None:  # a rule bug must not lose the whole lab's build; it is reported
+        report.failed.append((tid, error or "unknown error"))
         return
-    txn.append("dag_nodes", dag.nodes)
-    txn.append("dag_edges", dag.edges)
-    txn.append("dag_metrics", [dag.metrics])
+    txn.append("dag_nodes", rows["nodes"])
+    txn.append("dag_edges", rows["edges"])
+    txn.append("dag_metrics", [rows["metrics"]])
     report.built += 1
-    report.steps += len(steps)
-    report.nodes += len(dag.nodes)
-    report.edges += len(dag.edges)
-    report.candidates += len(dag.candidates)
-    if dag.metrics["anomalies"]:
+    report.steps += n_steps
+    report.nodes += len(rows["nodes"])
+    report.edges += len(rows["edges"])
+    report.candidates += rows["candidates"]
+    anomalies = rows["metrics"]["anomalies"]
+    if anomalies:
         report.with_anomalies += 1
-        report.anomaly_kinds.update(_anomaly_kind(a) for a in dag.metrics["anomalies"])
+        report.anomaly_kinds.update(_anomaly_kind(a) for a in anomalies)
 
 
 def resolve_trajectory_id(lab: Lab | str | os.PathLike[str], prefix: str) -> str:

@@ -13,8 +13,8 @@ from functools import lru_cache
 
 from ..normalize import AUDIO_EXT, IMAGE_EXT, VIDEO_EXT
 
-SCAN_HEAD = 12_000
-SCAN_TAIL = 4_000
+SCAN_HEAD = 6_000
+SCAN_TAIL = 2_000
 
 DOC_EXT = frozenset(["pdf", "docx", "doc", "pptx", "ppt", "xlsx", "xls", "odt", "ods", "odp", "epub", "rtf"])
 _OTHER_EXT = (
@@ -199,8 +199,11 @@ def is_pathlike(word: str) -> bool:
     return e is not None and e in KNOWN_EXT
 
 
+_GLOB_SEARCH = re.compile(r"[*?\[]").search
+
+
 def has_glob(word: str) -> bool:
-    return any(c in _GLOB_CHARS for c in word)
+    return _GLOB_SEARCH(word) is not None
 
 
 def norm_path(path: str, cwd: str | None = None) -> str:
