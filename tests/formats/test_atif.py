@@ -171,6 +171,29 @@ def test_references_outside_the_folder_are_not_read(tmp_path: Path):
     assert len(steps) == 2
 
 
+def test_example_runs_match_their_ground_truth(tmp_path: Path):
+    """The example generator's ATIF trials read back with the outcome, answer and calls it planted."""
+    from trajlab.examples import generate_examples, load_ground_truth
+
+    generate_examples(tmp_path / "ex", n_tasks=8, seed=3, runners=("atif",), runs_per_task=1)
+    truth = {g["source"]: g for g in load_ground_truth(tmp_path / "ex") if g["runner"] == "atif"}
+    runs = tmp_path / "ex" / "runs"
+    _, units = parse_tree(runs / "atif")  # without the sidecar: outcome from result.json only
+    assert len(units) == len(truth) >= 8
+    for rel, (_, ctx, [(t, steps)]) in units.items():
+        g = truth[f"atif/{rel}"]
+        assert ctx.records_quarantined == 0 and t["anomalies"] == []
+        assert (t["outcome"], t["task_id"], t["model"], t["native_id"]) == (
+            g["outcome"],
+            g["task_id"],
+            g["model"],
+            g["native_id"],
+        )
+        assert g["final_answer"] in t["final_answer"]  # the last message states the answer
+        calls = {s["call_id"]: s for s in steps if s["kind"] == "tool_call"}
+        assert all(calls[c].get("output") is not None for c in g["evidence_call_ids"])
+
+
 def test_sniff_only_atif():
     a = get_adapter("atif")
     assert a.sniff(Path("x.json"), b'{\n  "schema_version": "ATIF-v1.7",\n  "session_id": "s"')
