@@ -194,6 +194,59 @@ def test_example_runs_match_their_ground_truth(tmp_path: Path):
         assert all(calls[c].get("output") is not None for c in g["evidence_call_ids"])
 
 
+def test_embedded_subagents(tmp_path: Path):
+    """ATIF >= 1.7 embeds sub-agents in `subagent_trajectories[]`, referenced by `trajectory_id`."""
+    task_call = {"tool_call_id": "t1", "function_name": "Task", "arguments": {"prompt": "review"}}
+    ref = {
+        "source_call_id": "t1",
+        "content": "Looks right.",
+        "subagent_trajectory_ref": [{"trajectory_id": "sub-1"}],
+    }
+    doc = {
+        "schema_version": "ATIF-v1.8",
+        "trajectory_id": "root",
+        "agent": {"name": "claude", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Make hello.txt say hi"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [task_call],
+                "observation": {"results": [ref]},
+            },
+            {"step_id": 3, "source": "agent", "message": "Done."},
+        ],
+        "subagent_trajectories": [
+            {
+                "trajectory_id": "sub-1",
+                "agent": {"name": "reviewer"},
+                "steps": [
+                    {"step_id": 1, "source": "user", "message": "Check hello.txt"},
+                    {"step_id": 2, "source": "agent", "message": "Looks right."},
+                ],
+            },
+            {
+                "trajectory_id": "sub-2",
+                "steps": [{"step_id": 1, "source": "agent", "message": "Synthetic summary."}],
+            },
+        ],
+    }
+    (tmp_path / "trajectory.json").write_text(json.dumps(doc))
+    _, units = parse_tree(tmp_path)
+    _, ctx, [(t, steps)] = units["trajectory.json"]
+    assert ctx.records_seen == 6 and t["anomalies"] == [] and t["n_subagents"] == 2
+    assert [(s["agent_id"], s.get("parent_step_index")) for s in steps] == [
+        ("main", None),
+        ("main", None),
+        ("sub-1", 1),  # spliced after the Task call that spawned it
+        ("sub-1", 1),
+        ("main", None),
+        ("sub-2", None),  # referenced by no step: after the main steps
+    ]
+    assert t["final_answer"] == "Done."
+
+
 def test_sniff_only_atif():
     a = get_adapter("atif")
     assert a.sniff(Path("x.json"), b'{\n  "schema_version": "ATIF-v1.7",\n  "session_id": "s"')

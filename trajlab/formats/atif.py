@@ -104,6 +104,8 @@ class _Run:
         self.task: str | None = None
         self.subagents: list[str] = []
         self.visited: set[Path] = set()
+        self.embedded: dict[str, dict[str, Any]] = {}  # ATIF >= 1.7: sub-agents inside the document
+        self.placed: set[str] = set()
 
 
 class AtifAdapter(Adapter):
@@ -182,12 +184,19 @@ class AtifAdapter(Adapter):
         agent = as_dict(doc.get("agent"))
         if ".cont-" in unit.primary.name:
             run.anomalies.append("continuation segment ingested without its trajectory.json")
+        for sub in as_list(doc.get("subagent_trajectories")):
+            sid = as_id(as_dict(sub).get("trajectory_id")) or as_id(as_dict(sub).get("session_id"))
+            if sid and _is_atif(sub):
+                run.embedded[sid] = sub
         segments = self._chain(unit, ctx, doc, run)
         last_metrics = None
         for i, (path, seg) in enumerate(segments):
             self._segment(path, seg, ctx, run, drop_copied=i > 0)
             if isinstance(seg.get("final_metrics"), dict):
                 last_metrics = seg["final_metrics"]
+        for sid, sub in run.embedded.items():
+            if sid not in run.placed:  # embedded sub-agents no step refers to: after the main steps
+                self._embedded(sid, sub, None, unit.primary, ctx, run)
         for s in run.link.unresolved():
             if (s.get("tool_name") or "") not in _TERMINAL_TOOLS:
                 run.anomalies.append(f"call without result {s.get('call_id')}")
@@ -447,6 +456,10 @@ class AtifAdapter(Adapter):
             if not isinstance(ref, dict):
                 continue
             rel = as_str(ref.get("trajectory_path"))
+            emb = as_id(ref.get("trajectory_id")) or as_id(ref.get("session_id"))
+            if emb in run.embedded and emb not in run.placed:
+                self._embedded(emb, run.embedded[emb], parent, path, ctx, run)
+                continue
             aid = as_id(ref.get("session_id")) or rel or "subagent"
             sub_path = _inside(path.parent, rel)
             if sub_path is None:
@@ -474,6 +487,25 @@ class AtifAdapter(Adapter):
             for s in sub_link.unresolved():
                 if (s.get("tool_name") or "") not in _TERMINAL_TOOLS:
                     run.anomalies.append(f"sub-agent {aid}: call without result {s.get('call_id')}")
+
+    def _embedded(
+        self,
+        sid: str,
+        sub: dict[str, Any],
+        parent: dict[str, Any] | None,
+        path: Path,
+        ctx: ParseContext,
+        run: _Run,
+    ) -> None:
+        """A sub-agent trajectory embedded in the document (`subagent_trajectories[]`, ATIF >= 1.7)."""
+        run.placed.add(sid)
+        run.subagents.append(as_str(as_dict(sub.get("agent")).get("name")) or sid)
+        depth = ((parent or {}).get("depth") or 0) + 1
+        sub_link = CallLinker(run.steps, run.anomalies)
+        self._segment(path, sub, ctx, run, True, sid, depth, parent, sub_link)
+        for s in sub_link.unresolved():
+            if (s.get("tool_name") or "") not in _TERMINAL_TOOLS:
+                run.anomalies.append(f"sub-agent {sid}: call without result {s.get('call_id')}")
 
     # -- trial files ----------------------------------------------------------------------------
 
