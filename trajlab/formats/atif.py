@@ -31,10 +31,10 @@ from ._base import (
     SourceUnit,
     as_text,
     json_records,
-    json_str,
     load_json,
 )
 from ._finish import outcome_from_reward
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _ATIF_RE = re.compile(rb'"schema_version"\s*:\s*"ATIF-v\d')
 _REF_RE = re.compile(rb'"trajectory_path"\s*:\s*"([^"\\]{1,300})"')
@@ -560,55 +560,6 @@ class AtifAdapter(Adapter):
 
 def _is_atif(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("steps"), list)
-
-
-def raw_of_obj(obj: Any) -> bytes:
-    return (json_str(obj) or "").encode("utf-8", "surrogatepass")
-
-
-# -- type-safe access to runner JSON (shared by the adapters of this group) --------------------------
-# Runner files are data: any field may hold any JSON type. These keep a wrong type from turning into
-# an exception (or a dict used as a key, or a list summed as a token count).
-
-BAD_SHAPE = (TypeError, AttributeError, ValueError, KeyError, IndexError)
-
-
-def as_dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def as_list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def as_str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def as_int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def as_num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def as_id(v: Any) -> str | None:
-    """A call/event id usable as a key: strings and integers only."""
-    if isinstance(v, bool) or not isinstance(v, (str, int)):
-        return None
-    return str(v)
-
-
-def rollback(steps: list[dict[str, Any]], links: list[CallLinker], n: int) -> None:
-    """Drop the steps a rejected record added after index `n` (and their call ids from the linkers)."""
-    removed = steps[n:]
-    del steps[n:]
-    for link in links:
-        for s in removed:
-            cid = s.get("call_id")
-            if cid and link.by_id.get(cid) is s:
-                del link.by_id[cid]
 
 
 def head_bytes_of(path: Path, n: int = 65_536) -> bytes:

@@ -36,7 +36,7 @@ from ._base import (
     load_json,
     parse_args,
 )
-from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_str, raw_of_obj, rollback
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_str, raw_of_obj, rollback
 
 _ITEM_RE = re.compile(r"^item_(\d+)$")
 _BENCHMARKS = ("omnigaia", "lvomnibench", "socialomni_l1", "socialomni_l2", "videozerobench")

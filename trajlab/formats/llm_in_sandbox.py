@@ -38,7 +38,7 @@ from ._base import (
     load_json,
 )
 from ._finish import outcome_from_reward
-from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj
 
 _SINGLE_RE = re.compile(rb'^\s*\{\s*"problem_statement"\s*:')
 _BENCH_RE = re.compile(rb'^\s*\{\s*"(?:[^"\\]|\\.){1,300}"\s*:\s*\{\s*"problem_statement"\s*:')

@@ -34,7 +34,7 @@ from ._base import (
     parse_args,
     parse_ts,
 )
-from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 from .swe_agent import _instance_id, prediction, resolution, run_companions
 
 _FORMAT_RE = re.compile(rb'"trajectory_format"\s*:\s*"mini-swe-agent')

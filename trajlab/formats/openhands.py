@@ -37,7 +37,7 @@ from ._base import (
     parse_ts,
     read_jsonl,
 )
-from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _LIST_HEAD_RE = re.compile(rb'^\s*\[\s*\{\s*"id"\s*:\s*\d+')
 _BOOKKEEPING_ACTIONS = {"change_agent_state", "null"}

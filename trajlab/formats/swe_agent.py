@@ -33,7 +33,7 @@ from ._base import (
     json_records,
     load_json,
 )
-from .atif import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
+from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _SWE_COMMANDS = frozenset(
     [

@@ -26,7 +26,7 @@ import orjson
 
 from ..normalize import normalize_call
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json, read_jsonl
-from .atif import as_id, as_int, as_str, raw_of_obj
+from ._safe import as_id, as_int, as_str, raw_of_obj
 
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PROMPT_RE = re.compile(r"^\S+@\S+:[^\n]*[#$] ?$")

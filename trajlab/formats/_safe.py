@@ -1,0 +1,58 @@
+"""Type-safe access to runner JSON, shared by the ATIF, Terminal-Bench, OpenHands, SWE-agent,
+mini-swe-agent, LLM-in-Sandbox and Kira adapters.
+
+Runner files are data: any field may hold any JSON type. These keep a wrong type from turning into
+an exception, a dict used as a key, or a list summed as a token count; `rollback` undoes the steps
+of a record that turned out malformed so it can be quarantined whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import CallLinker, json_str
+
+BAD_SHAPE = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def raw_of_obj(obj: Any) -> bytes:
+    """Bytes of a parsed JSON value, for a quarantine record."""
+    return (json_str(obj) or "").encode("utf-8", "surrogatepass")
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def as_str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def as_int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def as_num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def as_id(v: Any) -> str | None:
+    """A call/event id usable as a key: strings and integers only."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        return None
+    return str(v)
+
+
+def rollback(steps: list[dict[str, Any]], links: list[CallLinker], n: int) -> None:
+    """Drop the steps a rejected record added after index `n` (and their call ids from the linkers)."""
+    removed = steps[n:]
+    del steps[n:]
+    for link in links:
+        for s in removed:
+            cid = s.get("call_id")
+            if cid and link.by_id.get(cid) is s:
+                del link.by_id[cid]
