@@ -38,7 +38,7 @@ from ._guard import EvalIndex
 from ._llm import ChatClient, LLMError, excerpt
 from ._mine import MineParams, Rule, feature_rule, mine_rules
 from ._ops import Op, apply_ops
-from ._render import guidance, section_of
+from ._render import generalize, guidance, section_of
 from ._skill import Budget, Skill, load_skill
 from ._versions import SkillStore
 from ._writer import editor_prompt_hash, llm_edit_ops
@@ -390,7 +390,7 @@ class Iteration:
             if f"round:{r}" not in (row["tags"] or []):
                 continue
             steps = lab.read_trajectory_steps(row["trajectory_id"], ["kind", "command"]).to_pylist()
-            cmds = [excerpt(s["command"], 120) for s in steps if s["kind"] == "tool_call" and s["command"]]
+            cmds = [generalize(s["command"]) for s in steps if s["kind"] == "tool_call" and s["command"]]
             out.append({"task": row["task_id"], "commands": cmds[:8]})
         return out
 

@@ -42,7 +42,9 @@ class ChatClient(Protocol):
 class JudgeChat:
     """The judge's `LLMClient` (retries, backoff, response cache) behind the small ChatClient interface."""
 
-    def __init__(self, settings: LLMSettings, cache_dir: str | Path | None = None):
+    def __init__(
+        self, settings: LLMSettings, cache_dir: str | Path | None = None, max_tokens: int | None = None
+    ):
         if not settings.model:
             raise ConfigError(
                 "no LLM configured: give --model (and --base-url for a local server) or set TRAJLAB_JUDGE_MODEL"
@@ -50,6 +52,7 @@ class JudgeChat:
         self.settings = settings
         self.model = settings.model
         self.client = LLMClient(settings, ResponseCache(cache_dir) if cache_dir else None)
+        self.max_tokens = max_tokens  # a cap on every answer (small local models ramble)
 
     @classmethod
     def resolve(
@@ -72,7 +75,8 @@ class JudgeChat:
 
     def complete(self, messages: list[dict[str, str]], max_tokens: int = 800) -> str:
         try:
-            comp = self.client.chat(messages, max_tokens=max_tokens)
+            cap = min(max_tokens, self.max_tokens) if self.max_tokens else max_tokens
+            comp = self.client.chat(messages, max_tokens=cap)
         except LLMRequestError as e:
             raise LLMError(f"LLM endpoint error: {e}") from e
         if not comp.content:
