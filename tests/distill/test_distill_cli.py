@@ -80,3 +80,15 @@ def test_planted_pattern_recovery(examples: Path, tmp_path: Path) -> None:
     )
     [probe] = [r for r in prov["rules"] if r["key"] == "do|all|use:ffprobe"]
     assert probe["n_supporting"] == len(probe["supporting"]) > 10
+
+
+@pytest.mark.slow
+def test_demo_stage(examples: Path, tmp_path: Path) -> None:
+    from trajlab.distill import demo_distill
+    from trajlab.ingest import ingest
+
+    ingest([examples / "runs"], tmp_path / "lab", progress=False)
+    summary, data = demo_distill(tmp_path / "lab", tmp_path / "demo", examples)
+    assert data["valid"] and not data["refused"] and data["skills"]["distilled-general"] == 1
+    assert data["recall"] == 1.0 and "pattern recall 1.00" in summary
+    assert "no-skill vs skill runs" in summary and data["skill_delta"] > 0

@@ -5,6 +5,7 @@ tools: `validate_path`, `new_skill_dir`, `install`, `compare` (paired comparison
 """
 
 from ._compare import Comparison, compare, mcnemar
+from ._demo import demo_distill
 from ._distill import DistillResult, SkillOutcome, distill
 from ._features import Corpus, Example, Run, command_features, is_excluded, load_corpus, run_features
 from ._guard import ContaminationError, EvalIndex, Hit
@@ -68,6 +69,7 @@ __all__ = [
     "compare",
     "content_hash",
     "content_hash_of",
+    "demo_distill",
     "diff_dirs",
     "distill",
     "empty_skill",
