@@ -26,10 +26,10 @@ from ..distill import (
 )
 
 
-def _client(llm: bool, model: str | None, base_url: str | None, config: str | None, cache: Path):
+def _client(llm: bool, model: str | None, base_url: str | None, config: str | None, cache: Path, seed=None):
     if not llm and not model:
         return None
-    return JudgeChat.resolve(model=model, base_url=base_url, config=config, cache_dir=cache)
+    return JudgeChat.resolve(model=model, base_url=base_url, config=config, cache_dir=cache, seed=seed)
 
 
 def _llm_options(f):
@@ -130,7 +130,7 @@ def distill_cmd(
         max_p=max_p,
         group_by=None if group_by.lower() == "none" else group_by,
     )
-    client = _client(llm, model, base_url, config, Path(out) / ".llm-cache")
+    client = _client(llm, model, base_url, config, Path(out) / ".llm-cache", seed)
     res = distill(
         out,
         lab=lab,

@@ -74,6 +74,8 @@ class DistillResult:
                 + (f", {len(s.rejected)} left out" if s.rejected else "")
                 + f"  -> {s.path}"
             )
+            if s.writer.get("fallback_reason"):
+                lines.append(f"    (written from templates: {s.writer['fallback_reason']})")
         return "\n".join(lines)
 
 

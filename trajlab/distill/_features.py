@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from ..normalize import parse_shell, program_name
@@ -270,17 +269,26 @@ def load_corpus(
             total_tokens=r["total_tokens"],
             duration_s=r["duration_s"],
         )
-    by_traj: dict[str, list[dict[str, Any]]] = {}
     if runs:
-        flt = (pc.field("kind") == "tool_call") & pc.field("trajectory_id").isin(list(runs))
-        for batch in lab.dataset("steps").to_batches(columns=STEP_COLUMNS, filter=flt, batch_size=32_768):
+        # Streamed in trajectory order (DuckDB sorts, spilling to disk if needed): one run in memory at a time.
+        cols = ", ".join(f"left({c}, {EXCERPT_CHARS}) AS {c}" if c == "output" else c for c in STEP_COLUMNS)
+        sql = f"SELECT {cols} FROM steps WHERE kind = 'tool_call' ORDER BY trajectory_id, step_index"
+        con = lab.connect()
+        cur: str | None = None
+        rows: list[dict[str, Any]] = []
+        for batch in con.sql(sql).to_arrow_reader(16_384):
             for row in batch.to_pylist():
-                if row["output"]:
-                    row["output"] = row["output"][:EXCERPT_CHARS]
-                by_traj.setdefault(row["trajectory_id"], []).append(row)
-    for tid, run in runs.items():
-        steps = sorted(by_traj.pop(tid, []), key=lambda s: s["step_index"])
-        run.features = run_features(steps)
+                tid = row["trajectory_id"]
+                if tid not in runs:
+                    continue
+                if tid != cur:
+                    if cur is not None:
+                        runs[cur].features = run_features(rows)
+                    cur, rows = tid, []
+                rows.append(row)
+        if cur is not None:
+            runs[cur].features = run_features(rows)
+        con.close()
     cats, used = _labels(lab, set(runs))
     for tid, c in cats.items():
         if runs[tid].outcome == "failure":

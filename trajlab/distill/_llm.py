@@ -61,9 +61,10 @@ class JudgeChat:
         base_url: str | None = None,
         config: str | None = None,
         cache_dir: str | Path | None = None,
+        seed: int | None = None,
     ) -> JudgeChat:
         """Settings as the judge resolves them: flags, then environment, then trajlab.yaml."""
-        return cls(LLMSettings.resolve(config, model=model, base_url=base_url), cache_dir)
+        return cls(LLMSettings.resolve(config, model=model, base_url=base_url, seed=seed), cache_dir)
 
     @property
     def requests(self) -> int:
