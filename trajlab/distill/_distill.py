@@ -220,6 +220,7 @@ def distill(
     benchmarks = {b for b in the_lab.read("trajectories", ["benchmark"]).column(0).to_pylist() if b}
     benchmark = next(iter(benchmarks)) if len(benchmarks) == 1 else None
     outcomes: list[SkillOutcome] = []
+    down: str | None = None  # an endpoint that failed once is not retried for every skill
     for scope, srules in sorted(_group(rules, params).items()):
         name = (
             skill_name(prefix, scope)
@@ -236,11 +237,15 @@ def distill(
             scopes.get(scope, corpus.runs),
             params,
             budget,
-            client,
+            None if down else client,
             max_items,
             seed,
             benchmark,
         )
+        if down:
+            info.fallback_reason = down
+        elif info.fallback_reason and "endpoint error" in info.fallback_reason:
+            down = info.fallback_reason + " (not retried for the other skills)"
         oc = SkillOutcome(
             name,
             scope,
