@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..formats import SourceUnit, adapters, candidate_extensions, detect, head
-from ._meta import is_meta_file
+from ._meta import is_meta_file, norm_path
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "_staging", ".ipynb_checkpoints"}
 
@@ -21,30 +21,40 @@ class Discovery:
     meta: list[Path] = field(default_factory=list)  # trajlab-meta.jsonl sidecars
 
 
-def _walk(root: Path) -> list[Path]:
+def _is_lab(d: Path) -> bool:
+    try:
+        with open(d / "lab.json", "rb") as f:
+            return b'"trajlab-lab"' in f.read(256)
+    except OSError:
+        return False
+
+
+def _walk(root: Path, exclude: set[Path]) -> list[Path]:
     if root.is_file():
         return [root]
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         d = Path(dirpath)
-        if (d / "lab.json").exists() and d != root:
-            dirnames[:] = []  # a lab inside the input folder is not input
+        if d in exclude or _is_lab(d):
+            dirnames[:] = []  # a lab (the output one included) is not input
             continue
         dirnames[:] = sorted(n for n in dirnames if n not in _SKIP_DIRS and not n.startswith("."))
         out.extend(d / f for f in sorted(filenames) if not f.startswith("."))
     return out
 
 
-def discover(paths: list[Path | str]) -> Discovery:
+def discover(paths: list[Path | str], exclude: list[Path] | None = None) -> Discovery:
+    """Find the source units under `paths` (files or folders); folders in `exclude` are not walked."""
     result = Discovery()
+    skip = {Path(norm_path(p)) for p in exclude or []}
     files: list[Path] = []
     seen: set[Path] = set()
     for p in paths:
-        root = Path(p).expanduser().absolute()
+        root = Path(norm_path(p))
         if not root.exists():
             result.missing.append(root)
             continue
-        for f in _walk(root):
+        for f in _walk(root, skip):
             if f not in seen:
                 seen.add(f)
                 files.append(f)
@@ -64,15 +74,17 @@ def discover(paths: list[Path | str]) -> Discovery:
             primaries[f] = SourceUnit(primary=f, adapter=adapter.name)
     by_name = {a.name: a for a in adapters()}
     companion_of: dict[Path, Path] = {}
-    for f, unit in primaries.items():
-        unit.companions = [c.absolute() for c in by_name[unit.adapter].companions(f) if c.absolute() != f]
-        for c in unit.companions:
-            companion_of.setdefault(c, f)
-    for f, unit in primaries.items():
-        # A file that another unit reads as a companion is not a unit of its own.
-        if companion_of.get(f, f) != f:
+    # Shallow files first: a session claims its sub-agent files before they could claim anything.
+    for f in sorted(primaries, key=lambda p: (len(p.parts), str(p))):
+        if f in companion_of:
             continue
-        result.units.append(unit)
+        unit = primaries[f]
+        comps = [Path(norm_path(c)) for c in by_name[unit.adapter].companions(f)]
+        unit.companions = [c for c in dict.fromkeys(comps) if c != f and c not in companion_of]
+        for c in unit.companions:
+            companion_of[c] = f
+    # A file that another unit reads as a companion is not a unit of its own.
+    result.units = [u for f, u in primaries.items() if f not in companion_of]
     companions = set(companion_of)
     for f, tried in undetected:
         if f not in companions:

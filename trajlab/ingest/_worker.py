@@ -1,4 +1,10 @@
-"""Parse a batch of source units into Parquet parts (runs in worker processes, or inline for one worker)."""
+"""Parse a batch of source units into Parquet parts (runs in worker processes, or inline for one worker).
+
+Each unit's rows are converted to Arrow as the adapter yields them and held until the unit is done,
+so a unit that fails (adapter exception, rows that do not fit the schema) leaves nothing behind and is
+quarantined whole. A unit whose rows exceed UNIT_BUFFER_BYTES is streamed to the part files instead;
+if it fails after that, what was written stays and the failure is quarantined next to it.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +15,35 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import xxhash
 
+from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..schema import DIGEST_ALGORITHM, TABLES, default_row
-from ..store import PartWriter, table_schema
+from ..store import PartWriter, rows_to_table, table_schema
 from ._meta import MetaIndex, apply_meta
 
-UNIT_BUFFER_BYTES = 256 << 20  # rows of one unit are held back until it parses cleanly, up to this size
+UNIT_BUFFER_BYTES = 256 << 20  # Arrow bytes of one unit held back until it parses cleanly
+CHUNK_STEPS = 8192  # steps converted to Arrow at a time
 RAW_KEEP_MAX = 16 << 20  # whole unreadable files larger than this are referenced, not copied
 
 
 def unit_digest(files: list[Path]) -> str:
+    """Content digest of a unit: the primary's bytes, then each companion's relative path and bytes.
+
+    The primary's own name is left out, so the same run copied under another name is a duplicate.
+    """
     h = xxhash.xxh3_128()
-    for f in files:
-        h.update(str(f.name).encode())
-        h.update(b"\x00")
+    base = files[0].parent
+    for i, f in enumerate(files):
+        if i:
+            h.update(b"\x00")
+            h.update(os.path.relpath(f, base).encode("utf-8", "surrogateescape"))
+            h.update(b"\x00")
         with open(f, "rb") as fh:
             while chunk := fh.read(1 << 22):
                 h.update(chunk)
-        h.update(b"\x00")
     return f"{DIGEST_ALGORITHM}:{h.hexdigest()}"
 
 
@@ -39,6 +54,7 @@ class UnitResult:
     trajectories: int = 0
     steps: int = 0
     tool_calls: int = 0
+    quarantined: list[tuple[str, int | None, int | None, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -46,15 +62,6 @@ class BatchResult:
     units: list[UnitResult] = field(default_factory=list)
     parts: list[tuple[str, str, int]] = field(default_factory=list)  # (table, path, rows)
     bytes: int = 0
-
-
-def _size_hint(step: dict[str, Any]) -> int:
-    n = 64
-    for k in ("output", "text", "arguments", "stderr"):
-        v = step.get(k)
-        if v:
-            n += len(v)
-    return n
 
 
 class _Writers:
@@ -71,30 +78,82 @@ class _Writers:
         return self._w[table]
 
     def close(self) -> list[tuple[str, str, int]]:
-        out = []
-        for table, w in self._w.items():
-            for path, rows in w.close():
-                out.append((table, str(path), rows))
-        return out
+        return [(table, str(path), rows) for table, w in self._w.items() for path, rows in w.close()]
 
 
-def parse_batch(args: tuple[list[SourceUnit], str, int, dict[str, Any], MetaIndex | None]) -> BatchResult:
-    units, staging, generation, defaults, meta = args
-    folder = Path(staging) / f"w{os.getpid()}-{units[0].primary.name[:40]}-{id(units) & 0xFFFF:x}"
+_STEP_SCHEMA = table_schema("steps")
+_STEP_DEFAULTS = default_row(TABLES["steps"])
+_TRAJ_SCHEMA = table_schema("trajectories")
+_TRAJ_DEFAULTS = default_row(TABLES["trajectories"])
+
+# Set once per worker process by `init_worker` (so that big meta indexes are not sent with every job).
+_STATE: dict[str, Any] = {"defaults": {}, "meta": None}
+
+
+def init_worker(defaults: dict[str, Any], meta: MetaIndex | None) -> None:
+    _STATE["defaults"] = defaults
+    _STATE["meta"] = meta
+
+
+def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
+    units, staging, generation = args
+    folder = Path(staging) / f"w{os.getpid()}-{os.urandom(4).hex()}"
     writers = _Writers(folder, generation)
     result = BatchResult()
     for unit in units:
-        result.units.append(_parse_unit(unit, writers, defaults, meta))
-        result.bytes += sum(result.units[-1].source["sizes"])
+        ur = _parse_unit(unit, writers, _STATE["defaults"], _STATE["meta"])
+        result.units.append(ur)
+        result.bytes += sum(ur.source["sizes"])
     result.parts = writers.close()
     return result
 
 
-def _parse_unit(
-    unit: SourceUnit, writers: _Writers, defaults: dict[str, Any], meta: MetaIndex | None
-) -> UnitResult:
-    now = datetime.now(timezone.utc)
-    adapter = get_adapter(unit.adapter)
+class _UnitRows:
+    """Arrow tables of one unit, held until the unit is done (or streamed once it is too big)."""
+
+    def __init__(self, writers: _Writers):
+        self.writers = writers
+        self.held: list[tuple[str, pa.Table]] = []
+        self.held_bytes = 0
+        self.streaming = False
+        self.pending_t: list[dict[str, Any]] = []
+        self.pending_s: list[dict[str, Any]] = []
+
+    def add(self, t: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+        self.pending_t.append(t)
+        self.pending_s.extend(steps)
+        if len(self.pending_s) >= CHUNK_STEPS:
+            self.convert()
+
+    def convert(self) -> None:
+        if self.pending_t:
+            self._put("trajectories", rows_to_table(self.pending_t, _TRAJ_SCHEMA, _TRAJ_DEFAULTS))
+            self.pending_t = []
+        if self.pending_s:
+            self._put("steps", rows_to_table(self.pending_s, _STEP_SCHEMA, _STEP_DEFAULTS))
+            self.pending_s = []
+
+    def _put(self, table: str, data: pa.Table) -> None:
+        if self.streaming:
+            self.writers.get(table).write_table(data)
+            return
+        self.held.append((table, data))
+        self.held_bytes += data.nbytes
+        if self.held_bytes > UNIT_BUFFER_BYTES:
+            self.release()
+            self.streaming = True
+
+    def release(self) -> None:
+        for table, data in self.held:
+            self.writers.get(table).write_table(data)
+        self.held = []
+        self.held_bytes = 0
+
+    def drop(self) -> None:
+        self.held, self.pending_t, self.pending_s = [], [], []
+
+
+def _stat(unit: SourceUnit) -> tuple[list[int], list[int]]:
     sizes, mtimes = [], []
     for f in unit.files:
         try:
@@ -104,26 +163,27 @@ def _parse_unit(
         except OSError:
             sizes.append(0)
             mtimes.append(0)
+    return sizes, mtimes
+
+
+def _parse_unit(
+    unit: SourceUnit, writers: _Writers, defaults: dict[str, Any], meta: MetaIndex | None
+) -> UnitResult:
+    now = datetime.now(timezone.utc)
+    adapter = get_adapter(unit.adapter)
+    sizes, mtimes = _stat(unit)
     ctx = ParseContext(unit, adapter.runner)
     if unit.digest is None:
         try:
             unit.digest = unit_digest(unit.files)
         except OSError as e:
-            ctx.quarantine(unit.primary, f"cannot read: {e}", "io")
+            ctx.quarantine(unit.primary, f"{unit.primary.name}: cannot read: {e}", "io")
             unit.digest = f"{DIGEST_ALGORITHM}:unreadable"
     res = UnitResult(source={}, runner=adapter.runner)
-    held: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    held_bytes = 0
-    streaming = False
+    rows = _UnitRows(writers)
     tids: list[str] = []
+    applied_meta: list[dict[str, Any]] = []
     error: str | None = None
-
-    def write(t: dict[str, Any], steps: list[dict[str, Any]]) -> None:
-        wt, ws = writers.get("trajectories"), writers.get("steps")
-        wt.add(t, 512)
-        for s in steps:
-            ws.add(s, _size_hint(s))
-
     if not ctx.quarantined:
         try:
             for pt in adapter.parse(unit, ctx):
@@ -132,72 +192,62 @@ def _parse_unit(
                     m = meta.lookup(str(unit.primary), t.get("native_id"))
                     if m:
                         apply_meta(t, m)
+                        applied_meta.append(m)
                 tids.append(t["trajectory_id"])
                 res.trajectories += 1
                 res.steps += len(steps)
                 res.tool_calls += t["n_tool_calls"]
-                if streaming:
-                    write(t, steps)
-                    continue
-                held.append((t, steps))
-                held_bytes += sum(_size_hint(s) for s in steps)
-                if held_bytes > UNIT_BUFFER_BYTES:
-                    for ht, hs in held:
-                        write(ht, hs)
-                    held = []
-                    streaming = True
+                rows.add(t, steps)
+            rows.convert()
         except Exception as e:  # an adapter bug must not lose the file: quarantine what was not ingested
-            error = f"{unit.adapter} adapter failed: {type(e).__name__}: {e}"
-            tb = traceback.format_exc(limit=3)
-            if not streaming:
-                # nothing of this unit was written: quarantine the whole unit
+            if isinstance(e, OSError):
+                etype, error, tb = "io", f"{unit.primary.name}: cannot read: {e}", ""
+            else:
+                kind = "rows do not fit the lab schema" if isinstance(e, SchemaError) else "adapter failed"
+                etype, error = "adapter", f"{unit.adapter}: {kind}: {type(e).__name__}: {e}"
+                tb = "\n" + traceback.format_exc(limit=4)
+            if not rows.streaming:  # nothing of this unit was written: quarantine the whole unit
+                rows.drop()
                 ctx.records_ingested = 0
                 ctx.records_seen = len(ctx.quarantined)
                 tids, res.trajectories, res.steps, res.tool_calls = [], 0, 0, 0
-                held = []
-                raw = _read_small(unit.primary)
-                ctx.quarantine(unit.primary, f"{error}\n{tb}", "adapter", raw)
+                ctx.quarantine(unit.primary, f"{error}{tb}", etype, _read_small(unit.primary))
             else:
-                ctx.quarantine(unit.primary, f"{error} after {len(tids)} trajectories\n{tb}", "adapter")
-    for t, steps in held:
-        write(t, steps)
+                ctx.quarantine(unit.primary, f"{error} after {len(tids)} trajectories{tb}", etype)
+    rows.release()
     if ctx.records_seen == 0 and not ctx.quarantined:
         empty = all(s == 0 for s in sizes)
         ctx.quarantine(
             unit.primary,
-            "empty file" if empty else f"no records found by {unit.adapter}",
+            f"{unit.primary.name}: " + ("empty file" if empty else f"no records found by {unit.adapter}"),
             "empty" if empty else "schema",
             _read_small(unit.primary),
         )
-    wq = writers.get("quarantine") if ctx.quarantined else None
-    for q in ctx.quarantined:
-        assert wq is not None
-        wq.add(
-            {
-                "source_path": q.source_path,
-                "line": q.line,
-                "byte_offset": q.byte_offset,
-                "runner": adapter.runner,
-                "reason": q.reason,
-                "error_type": q.error_type,
-                "raw": q.raw,
-                "raw_size": q.raw_size,
-                "ingested_at": now,
-            },
-            q.raw_size,
-        )
-    if tids and ctx.quarantined:
-        status = "partial"
-    elif tids:
-        status = "ingested"
-    else:
-        status = "quarantined"
+    if ctx.quarantined:
+        wq = writers.get("quarantine")
+        for q in ctx.quarantined:
+            wq.add(
+                {
+                    "source_path": q.source_path,
+                    "line": q.line,
+                    "byte_offset": q.byte_offset,
+                    "runner": adapter.runner,
+                    "reason": q.reason,
+                    "error_type": q.error_type,
+                    "raw": q.raw,
+                    "raw_size": q.raw_size,
+                    "ingested_at": now,
+                }
+            )
+            res.quarantined.append((q.source_path, q.line, q.byte_offset, q.reason.split("\n", 1)[0]))
+    status = ("partial" if ctx.quarantined else "ingested") if tids else "quarantined"
     res.source = {
         "source_path": str(unit.primary),
         "files": [str(f) for f in unit.files],
         "sizes": sizes,
         "mtimes_ns": mtimes,
         "digest": unit.digest,
+        "meta_digest": meta.digest_of(applied_meta) if meta is not None and applied_meta else None,
         "runner": adapter.runner,
         "format": adapter.name,
         "status": status,
@@ -207,8 +257,7 @@ def _parse_unit(
         "trajectory_ids": tids,
         "n_steps": res.steps,
         "n_tool_calls": res.tool_calls,
-        "error": error
-        or (ctx.quarantined[0].reason if status == "quarantined" and ctx.quarantined else None),
+        "error": error or (ctx.quarantined[0].reason if status == "quarantined" else None),
         "ingested_at": now,
     }
     return res

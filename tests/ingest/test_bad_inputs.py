@@ -1,0 +1,220 @@
+"""Bad input gets a clear error naming the file and line/offset, loses nothing, and the rest ingests."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from trajlab.ingest import ingest
+from trajlab.store import Lab, query
+
+CODEX = "codex/rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-000000000001.jsonl"
+
+
+def quarantine(lab: Lab) -> dict[str, dict]:
+    rows = query(
+        lab, "select source_path, line, byte_offset, reason, error_type, raw, raw_size from quarantine"
+    ).to_pylist()
+    return {Path(r["source_path"]).name: r for r in rows}
+
+
+@pytest.fixture()
+def good(fixtures_dir: Path) -> bytes:
+    return (fixtures_dir / CODEX).read_bytes()
+
+
+def test_every_kind_of_bad_file(tmp_path: Path, good: bytes, invariant) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    lines = good.splitlines(keepends=True)
+    (d / "rollout-ok.jsonl").write_bytes(good)
+    # the last line cut off mid-record (a crashed writer)
+    cut = b"".join(lines[:-1]) + lines[-1][:40]
+    (d / "rollout-truncated.jsonl").write_bytes(cut)
+    # invalid UTF-8 inside the line of the commentary message
+    k = next(i for i, line in enumerate(lines) if b'"phase":"commentary"' in line)
+    bad = list(lines)
+    bad[k] = bad[k][:30] + b"\xff\xfe" + bad[k][30:]
+    (d / "rollout-badutf8.jsonl").write_bytes(b"".join(bad).replace(b"0199aaaa-1111", b"0199aaaa-2222"))
+    (d / "empty.jsonl").write_bytes(b"")
+    (d / "empty.json").write_bytes(b"")
+    (d / "junk.jsonl").write_bytes(bytes(range(256)) * 20)
+    (d / "junk.json").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    doc = json.dumps({"schema_version": "ATIF-v1.5", "steps": [{"step_id": 1}] * 50})
+    (d / "trajectory.json").write_text(doc[: len(doc) // 2])  # a truncated JSON file
+    (d / "notes.txt").write_text("not a candidate extension")
+
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    q = quarantine(lab)
+    assert set(q) >= {
+        "rollout-truncated.jsonl",
+        "rollout-badutf8.jsonl",
+        "empty.jsonl",
+        "empty.json",
+        "junk.jsonl",
+        "junk.json",
+    }
+
+    t = q["rollout-truncated.jsonl"]
+    assert (t["error_type"], t["line"], t["byte_offset"]) == ("truncated", 41, len(b"".join(lines[:-1])))
+    assert "rollout-truncated.jsonl line 41" in t["reason"] and t["raw"] == lines[-1][:40]
+    u = q["rollout-badutf8.jsonl"]
+    assert (u["error_type"], u["line"], u["byte_offset"]) == ("utf8", k + 1, len(b"".join(bad[:k])))
+    assert "invalid UTF-8 at byte 30" in u["reason"] and u["raw"] == bad[k]
+    for name in ("empty.jsonl", "empty.json"):
+        assert (
+            q[name]["error_type"] == "empty"
+            and "empty file" in q[name]["reason"]
+            and q[name]["raw_size"] == 0
+        )
+    for name in ("junk.jsonl", "junk.json"):
+        assert q[name]["error_type"] == "binary" and "tried:" in q[name]["reason"]
+        assert q[name]["raw"] == (d / name).read_bytes()  # kept verbatim: nothing is lost
+    if "trajectory.json" in q:  # claimed by the ATIF adapter when it is installed, else unknown
+        tj = q["trajectory.json"]
+        assert tj["error_type"] == "truncated" and "trajectory.json" in tj["reason"]
+        assert tj["byte_offset"] == len(doc) // 2
+
+    # the rest ingested: the truncated file lost only its last (event) line, the bad line only itself
+    runs = query(lab, "select source_path, n_steps from trajectories order by 1").to_pylist()
+    assert {Path(r["source_path"]).name: r["n_steps"] for r in runs} == {
+        "rollout-ok.jsonl": 15,
+        "rollout-truncated.jsonl": 15,
+        "rollout-badutf8.jsonl": 14,  # lost the commentary message, nothing else
+    }
+    status = {Path(r["source_path"]).name: r["status"] for r in lab.read("sources").to_pylist()}
+    assert status["rollout-truncated.jsonl"] == "partial" and status["junk.json"] == "unknown"
+    assert rep.invariant_holds
+    assert (rep.records_seen, rep.records_quarantined) == (invariant(lab)["seen"], invariant(lab)["q"])
+    assert rep.skipped == 1
+    text = rep.format()
+    assert "rollout-truncated.jsonl line 41 (byte" in text and "holds" in text
+    assert f"unknown format (quarantined): {d / 'junk.jsonl'}: binary data" in text
+
+
+def test_a_file_that_vanishes_after_discovery(
+    tmp_path: Path, good: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trajlab.ingest._run as run
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rollout-a.jsonl").write_bytes(good)
+    (d / "rollout-b.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-5555"))
+    make_plan = run.make_plan
+
+    def plan_then_delete(*a, **k):  # type: ignore[no-untyped-def]
+        plan = make_plan(*a, **k)
+        (d / "rollout-b.jsonl").unlink()
+        return plan
+
+    monkeypatch.setattr(run, "make_plan", plan_then_delete)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    q = quarantine(lab)
+    assert q["rollout-b.jsonl"]["error_type"] == "io" and "No such file" in q["rollout-b.jsonl"]["reason"]
+    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
+    assert rep.invariant_holds and rep.records_quarantined == 1
+
+
+def test_adapter_failure_quarantines_the_unit(
+    tmp_path: Path, good: bytes, monkeypatch: pytest.MonkeyPatch, invariant
+) -> None:
+    from trajlab.formats import get_adapter
+
+    adapter = get_adapter("codex-rollout")
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rollout-a.jsonl").write_bytes(good)
+    (d / "rollout-b.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-3333"))
+    original = type(adapter)._finish
+
+    def broken(self, st):  # type: ignore[no-untyped-def]
+        if st.native and st.native.startswith("0199aaaa-3333"):
+            raise KeyError("boom")
+        return original(self, st)
+
+    monkeypatch.setattr(type(adapter), "_finish", broken)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    q = quarantine(lab)
+    assert list(q) == ["rollout-b.jsonl"]
+    assert (
+        q["rollout-b.jsonl"]["error_type"] == "adapter"
+        and "KeyError: 'boom'" in q["rollout-b.jsonl"]["reason"]
+    )
+    assert q["rollout-b.jsonl"]["raw"] == (d / "rollout-b.jsonl").read_bytes()
+    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
+    assert rep.invariant_holds and invariant(lab)["q"] == 1
+
+
+BIG = 100 * 1024 * 1024
+
+
+def _big_rollout(path: Path, good: bytes, cut: bool) -> int:
+    """A rollout whose ffprobe output is one 100 MB line; with `cut`, that line is broken mid-way."""
+    lines = good.splitlines(keepends=True)
+    idx = next(i for i, line in enumerate(lines) if b'"call_id":"call_probe","output"' in line)
+    rec = orjson.loads(lines[idx])
+    rec["payload"]["output"] = "Process exited with code 0\nOutput:\n" + "x" * BIG
+    big = orjson.dumps(rec) + b"\n"
+    if cut:
+        big = big[: len(big) // 2] + b"\n"
+    with open(path, "wb") as f:
+        f.writelines([*lines[:idx], big, *lines[idx + 1 :]])
+    return idx + 1
+
+
+@pytest.mark.slow
+def test_a_single_100mb_output_line(tmp_path: Path, good: bytes) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    line_no = _big_rollout(d / "rollout-big.jsonl", good, cut=False)
+    _big_rollout(d / "rollout-bigcut.jsonl", good.replace(b"0199aaaa-1111", b"0199aaaa-4444"), cut=True)
+    # run in a child process so that its peak memory can be measured
+    code = textwrap.dedent(
+        f"""
+        import json, resource
+        from trajlab.ingest import ingest
+        rep = ingest([{str(d)!r}], {str(tmp_path / "lab")!r}, workers=1, progress=False)
+        print(json.dumps({{"holds": rep.invariant_holds, "q": rep.records_quarantined,
+                          "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=True
+    )
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["holds"] and res["q"] == 1
+    assert res["rss_kb"] < 1_500_000  # the 100 MB line is held a few times at most, never the whole input
+    lab = Lab.open(tmp_path / "lab")
+    got = query(
+        lab,
+        "select t.source_path, length(s.output) n from steps s join trajectories t using (trajectory_id) "
+        "where s.call_id = 'call_probe'",
+    ).to_pylist()
+    # the cut file's call keeps the aggregated output of its exec_command_end event
+    assert sorted((Path(r["source_path"]).name, r["n"]) for r in got) == [
+        ("rollout-big.jsonl", BIG),
+        ("rollout-bigcut.jsonl", len("12.480000\n")),
+    ]
+    (qrow,) = query(lab, "select source_path, line, error_type, raw_size from quarantine").to_pylist()
+    assert (Path(qrow["source_path"]).name, qrow["line"], qrow["error_type"]) == (
+        "rollout-bigcut.jsonl",
+        line_no,
+        "json",
+    )
+    assert qrow["raw_size"] > BIG // 2
+    n = query(lab, "select n_steps from trajectories where source_path like '%bigcut%'").to_pylist()
+    assert n == [{"n_steps": 15}]  # only the broken output line is lost; it was not a step of its own
+    shutil.rmtree(d)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2_000_000

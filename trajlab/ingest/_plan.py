@@ -1,0 +1,193 @@
+"""Decide what an ingest run has to do: which units are new or changed, unchanged, touched only,
+duplicates of other units, and which unknown files and meta sidecars need (re)recording.
+
+A unit is unchanged when its member files, sizes and mtimes equal the ones recorded in `sources` and
+the meta sidecar entries that apply to its runs are the same as last time. Only units of equal total
+size can be byte-identical, so only those are hashed up front to find duplicates and touched files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..formats import SourceUnit, get_adapter
+from ..store import Lab
+from ._discover import Discovery
+from ._meta import MetaIndex, load_meta, norm_path
+from ._worker import unit_digest
+
+Fingerprint = tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]
+SOURCE_COLUMNS = [
+    "source_path",
+    "files",
+    "sizes",
+    "mtimes_ns",
+    "digest",
+    "meta_digest",
+    "runner",
+    "format",
+    "status",
+    "duplicate_of",
+    "records_seen",
+    "records_ingested",
+    "records_quarantined",
+    "trajectory_ids",
+    "n_steps",
+    "n_tool_calls",
+    "error",
+    "ingested_at",
+]
+
+
+def fingerprint(unit: SourceUnit) -> Fingerprint:
+    files, sizes, mtimes = [], [], []
+    for f in unit.files:
+        st = f.stat()
+        files.append(str(f))
+        sizes.append(st.st_size)
+        mtimes.append(st.st_mtime_ns)
+    return tuple(files), tuple(sizes), tuple(mtimes)
+
+
+def _recorded(row: dict[str, Any]) -> Fingerprint:
+    return tuple(row["files"]), tuple(row["sizes"]), tuple(row["mtimes_ns"])
+
+
+@dataclass
+class Plan:
+    existing: dict[str, dict[str, Any]]
+    todo: list[SourceUnit] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)  # unit key -> total bytes
+    replaced: dict[str, dict[str, Any]] = field(default_factory=dict)  # unit key -> previous sources row
+    duplicates: list[tuple[SourceUnit, str]] = field(default_factory=list)  # (unit, key of the original)
+    touched: list[SourceUnit] = field(default_factory=list)  # same bytes, new mtime: refresh the fingerprint
+    unchanged: Counter[str] = field(default_factory=Counter)  # runner -> units skipped
+    unknown: list[tuple[Path, list[str]]] = field(default_factory=list)  # new or changed unknown files
+    vanished: list[str] = field(default_factory=list)  # discovered, then gone before it could be read
+    meta: MetaIndex = field(default_factory=MetaIndex)
+    meta_paths: list[Path] = field(default_factory=list)
+    meta_changed: list[Path] = field(default_factory=list)  # sidecars to (re)record
+    meta_gone: list[str] = field(default_factory=list)  # remembered sidecars that no longer exist
+
+
+def _expected_meta(plan: Plan, key: str, native_ids: list[str | None]) -> str | None:
+    entries = [m for n in native_ids if (m := plan.meta.lookup(key, n)) is not None]
+    if not native_ids and (m := plan.meta.lookup(key, None)) is not None:
+        entries = [m]
+    return plan.meta.digest_of(entries)
+
+
+def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) -> Plan:
+    existing: dict[str, dict[str, Any]] = {}
+    if lab.has("sources"):
+        for row in lab.read("sources", SOURCE_COLUMNS).to_pylist():
+            existing[row["source_path"]] = row
+    plan = Plan(existing=existing)
+    _plan_meta(plan, disc, meta_files, force)
+
+    native_ids: dict[str, str | None] = {}
+    if plan.meta or any(r.get("meta_digest") for r in existing.values()):
+        t = lab.read("trajectories", ["trajectory_id", "native_id"])
+        native_ids = dict(zip(t.column("trajectory_id").to_pylist(), t.column("native_id").to_pylist()))
+
+    for unit in disc.units:
+        key = str(unit.primary)
+        try:
+            fp = fingerprint(unit)
+        except OSError:
+            plan.vanished.append(key)
+            continue
+        old = existing.get(key)
+        if not force and old is not None and _recorded(old) == fp:
+            if old["status"] == "duplicate":
+                plan.unchanged[get_adapter(unit.adapter).runner] += 1
+                continue
+            ids = [native_ids.get(t) for t in old.get("trajectory_ids") or []]
+            if _expected_meta(plan, key, ids) == old.get("meta_digest"):
+                plan.unchanged[get_adapter(unit.adapter).runner] += 1
+                continue
+        if old is not None:
+            plan.replaced[key] = old
+        plan.sizes[key] = sum(fp[1])
+        plan.todo.append(unit)
+    _find_duplicates(plan, force, native_ids)
+
+    for path, tried in disc.unknown:
+        key = str(path)
+        try:
+            st = path.stat()
+        except OSError:
+            plan.vanished.append(key)
+            continue
+        old = existing.get(key)
+        if force or old is None or (old["sizes"], old["mtimes_ns"]) != ([st.st_size], [st.st_mtime_ns]):
+            plan.unknown.append((path, tried))
+    return plan
+
+
+def _plan_meta(plan: Plan, disc: Discovery, meta_files: list[Path], force: bool) -> None:
+    """Sidecars in effect: found, given, and remembered from earlier runs (if still on disk)."""
+    paths: dict[str, Path] = {}
+    for p in [*disc.meta, *meta_files]:
+        paths.setdefault(norm_path(p), Path(norm_path(p)))
+    for key, row in plan.existing.items():
+        if row.get("runner") == "meta" and key not in paths:
+            if Path(key).is_file():
+                paths[key] = Path(key)
+            else:
+                plan.meta_gone.append(key)
+    plan.meta_paths = list(paths.values())
+    plan.meta = load_meta(plan.meta_paths)
+    for key, p in paths.items():
+        st = p.stat()
+        old = plan.existing.get(key)
+        if force or old is None or (old["sizes"], old["mtimes_ns"]) != ([st.st_size], [st.st_mtime_ns]):
+            plan.meta_changed.append(p)
+
+
+def _find_duplicates(plan: Plan, force: bool, native_ids: dict[str, str | None]) -> None:
+    """Hash units whose size matches another unit's (new or recorded) to find duplicates and touches."""
+    by_size: dict[int, int] = defaultdict(int)
+    for u in plan.todo:
+        by_size[plan.sizes[str(u.primary)]] += 1
+    old_sizes = {sum(r["sizes"]) for r in plan.existing.values() if r.get("sizes")}
+    # Digests of ingested units that stay as they are (a unit being replaced no longer has its old bytes).
+    known: dict[str, str] = {
+        r["digest"]: key
+        for key, r in plan.existing.items()
+        if r.get("digest") and r["status"] in ("ingested", "partial") and key not in plan.replaced
+    }
+    seen: dict[str, str] = {}
+    kept: list[SourceUnit] = []
+    for u in plan.todo:
+        key = str(u.primary)
+        size = plan.sizes[key]
+        if by_size[size] > 1 or size in old_sizes:
+            try:
+                u.digest = unit_digest(u.files)
+            except OSError:
+                plan.vanished.append(key)
+                continue
+            old = plan.replaced.get(key)
+            if (
+                old is not None
+                and not force
+                and old.get("digest") == u.digest
+                and old["status"] != "duplicate"
+                and _expected_meta(plan, key, [native_ids.get(t) for t in old.get("trajectory_ids") or []])
+                == old.get("meta_digest")
+            ):
+                plan.touched.append(u)  # touched but unchanged: refresh the fingerprint only
+                del plan.replaced[key]
+                seen[u.digest] = key
+                continue
+            other = seen.get(u.digest) or known.get(u.digest)
+            if other is not None and other != key:
+                plan.duplicates.append((u, other))
+                continue
+            seen[u.digest] = key
+        kept.append(u)
+    plan.todo = kept
