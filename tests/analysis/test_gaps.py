@@ -266,6 +266,12 @@ def test_bad_arguments(builder):
         gaps(lab, alpha=1.5)
     with pytest.raises(ConfigError, match="test must be"):
         gaps(lab, test="chi2")
+    with pytest.raises(ConfigError, match="key must be one of tool, tool_modality, program"):
+        gaps(lab, key="argv")
+    with pytest.raises(ConfigError, match="n_perm"):
+        gaps(lab, test="permutation", n_perm=0)
+    with pytest.raises(ConfigError, match="n_boot"):
+        gaps(lab, n_boot=-1)
     # aliases
     assert gaps(lab, by="effort", n_boot=0, progress=False).params["by"] == ["reasoning_effort"]
 

@@ -126,3 +126,24 @@ def test_tool_calls_view_carries_the_trajectory_model(builder):
         {"model": "traj-model", "step_model": None},
     ]
     assert run_sql(lab, "tools", by="model").column("model").to_pylist() == ["traj-model"]
+
+
+def test_probing_calls_per_effort(builder):
+    builder.traj("t1", "success", reasoning_effort="high").traj("t2", "failure", reasoning_effort="high")
+    builder.traj("t3", "success", reasoning_effort="low").traj("t4", reasoning_effort="low")
+    builder.call("t1", "ffprobe"), builder.call("t1", "ls"), builder.call("t1", "python")
+    builder.call("t2", "python"), builder.call("t2", "ffprobe")
+    builder.call("t3", "python")
+    builder.step("t4")
+    lab = builder.build()
+    rows = {r["reasoning_effort"]: r for r in run_sql(lab, "probing").to_pylist()}
+    high, low = rows["high"], rows["low"]
+    assert (high["n_traj"], high["avg_calls"], high["avg_probing"]) == (2, 2.5, 1.5)
+    assert high["probing_share"] == pytest.approx(0.6) and high["probe_first"] == 0.5
+    assert high["accuracy"] == 0.5
+    assert (low["avg_calls"], low["avg_probing"], low["probing_share"], low["probe_first"]) == (0.5, 0, 0, 0)
+    assert low["accuracy"] == 1.0
+    custom = {
+        r["reasoning_effort"]: r for r in run_sql(lab, "probing", params={"probes": "python"}).to_pylist()
+    }
+    assert custom["high"]["avg_probing"] == 1 and custom["low"]["probe_first"] == 1

@@ -22,7 +22,7 @@ def _run(
     notes: Callable[[LabFacts], list[str]] | None = None,
     skip_if: Callable[[list[str]], bool] = bool,
 ) -> AnalysisResult:
-    """Run a shipped analysis unless the lab lacks what it needs; either way say what is missing."""
+    """Run a shipped analysis and say what the lab lacks; when `skip_if(lacks)`, return no rows."""
     info = get_analysis(name)
     cols = normalize_by(info.default_by if by is None else by)
     facts = lab_facts(lab)

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from ..errors import ConfigError
-from ._catalog import expand, get_analysis, normalize_by
+from ._catalog import TOOL_KEYS, expand, get_analysis, normalize_by
 from ._result import AnalysisResult
 from ._run import LabLike, execute, lab_facts
 from ._stats import (
@@ -55,8 +55,7 @@ def gaps_schema(by: Iterable[str] = ()) -> pa.Schema:
     fields = [pa.field(c, pa.string()) for c in by]
     fields.append(pa.field("tool", pa.string()))
     fields += [pa.field(c, pa.int64()) for c in _INT_COLUMNS]
-    fields += [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS[:10]]
-    fields += [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS[10:]]
+    fields += [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS]
     fields += [
         pa.field("supported", pa.bool_()),
         pa.field("significant", pa.bool_()),
@@ -66,7 +65,16 @@ def gaps_schema(by: Iterable[str] = ()) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _check(n_boot: int, alpha: float, correction: str, test: str, min_support: int, min_traj: int) -> None:
+def _check(
+    n_boot: int,
+    alpha: float,
+    correction: str,
+    test: str,
+    min_support: int,
+    min_traj: int,
+    n_perm: int,
+    key: str,
+) -> None:
     if not isinstance(n_boot, int) or n_boot < 0:
         raise ConfigError(f"n_boot must be an integer >= 0, not {n_boot!r}")
     if not 0 < alpha < 1:
@@ -77,6 +85,10 @@ def _check(n_boot: int, alpha: float, correction: str, test: str, min_support: i
         raise ConfigError(f"test must be one of {', '.join(TESTS)}, not {test!r}")
     if min_support < 0 or min_traj < 0:
         raise ConfigError("min_support and min_trajectories must be >= 0")
+    if test == "permutation" and (not isinstance(n_perm, int) or n_perm < 1):
+        raise ConfigError(f"n_perm must be a positive integer, not {n_perm!r}")
+    if key not in TOOL_KEYS:
+        raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
 
 
 def gaps(
@@ -112,7 +124,7 @@ def gaps(
       are left out of the correction, and are never `significant`.
     """
     cols = normalize_by(by)
-    _check(n_boot, alpha, correction, test, min_support, min_trajectories)
+    _check(n_boot, alpha, correction, test, min_support, min_trajectories, n_perm, key)
     params: dict[str, Any] = {
         "by": list(cols),
         "min_support": min_support,
