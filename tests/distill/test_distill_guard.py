@@ -9,7 +9,15 @@ from click.testing import CliRunner
 from distill_labs import EXTRACT, OCR, make_lab, traj
 
 from trajlab.cli import cli
-from trajlab.distill import ContaminationError, EvalIndex, MineParams, SkillStore, distill, empty_skill
+from trajlab.distill import (
+    ContaminationError,
+    EvalIndex,
+    MineParams,
+    SkillStore,
+    distill,
+    empty_skill,
+    read_eval_tasks,
+)
 from trajlab.distill._distill import write_checked
 from trajlab.distill._skill import Item
 
@@ -102,3 +110,36 @@ def test_write_checked_refuses_edits(tmp_path: Path) -> None:
     with pytest.raises(ContaminationError, match="ZEBRA-42"):
         write_checked(SkillStore(tmp_path), sk, idx, "edit", [])
     assert not (tmp_path / "cal").exists()
+
+
+def test_eval_tasks_file_extends_the_guard(tmp_path: Path) -> None:
+    runs = []
+    for i in range(5):
+        runs.append((traj(f"s{i}", "success"), ["cat ZEBRA-42", OCR]))
+        runs.append((traj(f"f{i}", "failure"), [EXTRACT, OCR]))
+    make_lab(tmp_path / "lab", runs)  # no eval runs in this lab at all
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        '{"task_id": "ext-1", "question": "Read the sign.", "answer": "ZEBRA-42", "split": "eval"}\n'
+        '{"task_id": "tr-1", "question": "Other.", "answer": "OTHER-99", "split": "train"}\n',
+        encoding="utf-8",
+    )
+    assert read_eval_tasks(tasks) == [("ext-1", "Read the sign.", "ZEBRA-42")]
+    ok = distill(tmp_path / "a", lab=tmp_path / "lab", params=P, progress=False)
+    assert ok.skills[0].refused is None
+    r = CliRunner().invoke(
+        cli,
+        [
+            "distill",
+            "--lab",
+            str(tmp_path / "lab"),
+            "--out",
+            str(tmp_path / "b"),
+            "--min-support",
+            "3",
+            "--eval-tasks",
+            str(tasks),
+            "-q",
+        ],
+    )
+    assert r.exit_code == 1 and "answer 'ZEBRA-42' of eval task ext-1" in r.output

@@ -20,6 +20,7 @@ from ..distill import (
     load_corpus,
     new_skill_dir,
     pattern_recovery,
+    read_eval_tasks,
     read_tasks,
     rehash,
     validate_path,
@@ -95,6 +96,12 @@ def _llm_options(f):
     default=None,
     help="Example-set folder (ground_truth.jsonl): report which planted patterns were recovered.",
 )
+@click.option(
+    "--eval-tasks",
+    type=click.Path(exists=True, dir_okay=False, path_type=str),
+    default=None,
+    help="JSONL of evaluation tasks (task_id, task/question, answer) the skills must not leak.",
+)
 @_llm_options
 @click.option("--quiet", "-q", is_flag=True)
 def distill_cmd(
@@ -112,6 +119,7 @@ def distill_cmd(
     seed,
     no_merge,
     ground_truth,
+    eval_tasks,
     llm,
     model,
     base_url,
@@ -144,6 +152,7 @@ def distill_cmd(
         conditions=conditions or None,
         merge=not no_merge,
         progress=not quiet,
+        eval_tasks=read_eval_tasks(eval_tasks) if eval_tasks else (),
     )
     click.echo(res.format())
     if client is not None:

@@ -8,7 +8,7 @@ from ._compare import Comparison, compare, mcnemar
 from ._demo import demo_distill
 from ._distill import DistillResult, SkillOutcome, distill
 from ._features import Corpus, Example, Run, command_features, is_excluded, load_corpus, run_features
-from ._guard import ContaminationError, EvalIndex, Hit
+from ._guard import ContaminationError, EvalIndex, Hit, read_eval_tasks
 from ._install import TARGETS, install, new_skill_dir, rehash, render_prompt
 from ._iterate import IterateResult, RoundResult, TaskResult, empty_skill, iterate, read_tasks
 from ._llm import ChatClient, JudgeChat, LLMError, excerpt
@@ -87,6 +87,7 @@ __all__ = [
     "mine_rules",
     "new_skill_dir",
     "pattern_recovery",
+    "read_eval_tasks",
     "read_tasks",
     "rehash",
     "render_prompt",

@@ -182,6 +182,7 @@ def distill(
     merge: bool = True,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    eval_tasks: Iterable[tuple[str | None, str | None, str | None]] = (),
 ) -> DistillResult:
     """Mine rules from a lab (ingesting `logs` first when given) and write one skill per scope into `out`."""
     params = params or MineParams()
@@ -214,7 +215,7 @@ def distill(
             f"runs are {'failures' if corpus.successes == 0 else 'successes'}"
         )
     rules = mine_rules(corpus, params)
-    guard = EvalIndex.from_lab(the_lab)
+    guard = EvalIndex.from_lab(the_lab, eval_tasks)
     store = SkillStore(out)
     scopes = scopes_of(corpus, params)
     benchmarks = {b for b in the_lab.read("trajectories", ["benchmark"]).column(0).to_pylist() if b}

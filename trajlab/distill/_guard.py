@@ -8,11 +8,13 @@ skill whose text contains any of them is refused.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..errors import TrajlabError
+from ..errors import InputFileError, TrajlabError
 from ..store import Lab
 from ._features import is_excluded
 
@@ -58,12 +60,13 @@ class EvalIndex:
     short_answers: int = 0
 
     @classmethod
-    def from_lab(cls, lab: Lab) -> EvalIndex:
+    def from_lab(cls, lab: Lab, extra: Iterable[tuple[str | None, str | None, str | None]] = ()) -> EvalIndex:
+        """Eval/held-out tasks of the lab, plus `extra` (task_id, statement, gold answer) known elsewhere."""
         t = lab.read("trajectories", ["task_id", "task", "expected_answer", "split", "tags"]).to_pylist()
         ev = [r for r in t if is_excluded(r["split"], r["tags"])]
         other = [r for r in t if not is_excluded(r["split"], r["tags"])]
         return cls.build(
-            [(r["task_id"], r["task"], r["expected_answer"]) for r in ev],
+            [*((r["task_id"], r["task"], r["expected_answer"]) for r in ev), *extra],
             [(r["task_id"], r["task"], r["expected_answer"]) for r in other],
         )
 
@@ -117,3 +120,34 @@ class EvalIndex:
                     if re.search(pat, low):
                         hits.append(Hit(kind, value, fname, task))
         return hits
+
+
+def read_eval_tasks(path: str | Path) -> list[tuple[str | None, str | None, str | None]]:
+    """Evaluation tasks from a JSONL file: `task_id`, `task`/`question`, `expected_answer`/`answer`.
+
+    Rows with a `split` field count only when it is an eval/held-out split (so the generator's
+    tasks.jsonl can be given as is); rows without one always count.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputFileError(str(p), "no such file")
+    out = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputFileError(str(p), f"not valid JSON: {e}", n) from None
+        if not isinstance(row, dict):
+            raise InputFileError(str(p), "expected a JSON object", n)
+        if "split" in row and not is_excluded(row.get("split"), ()):
+            continue
+        out.append(
+            (
+                row.get("task_id") or row.get("id"),
+                row.get("task") or row.get("question"),
+                row.get("expected_answer") or row.get("answer"),
+            )
+        )
+    return out
