@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..formats import adapters
+from ..formats import adapters, load_errors
 from ..ingest import ingest
 
 
@@ -18,7 +18,13 @@ from ..ingest import ingest
     type=click.Path(path_type=str),
     help="Lab folder (created if missing).",
 )
-@click.option("--workers", "-j", type=int, default=None, help="Worker processes (default: number of CPUs).")
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: number of CPUs, at most 8).",
+)
 @click.option("--benchmark", default=None, help="Benchmark name for runs that do not record one.")
 @click.option("--split", default=None, help="Split for these runs: train, calibration, eval, heldout.")
 @click.option("--condition", default=None, help="Experimental condition, e.g. no-skill or skill:log.")
@@ -36,8 +42,11 @@ def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_file
     """Ingest trajectory files and folders from any supported runner into the lab OUT.
 
     Walks folders, detects each file's format, skips files that have not changed since the last
-    ingest, quarantines bad records with their file and line, and commits atomically.
+    ingest, quarantines bad records with their file and line, and commits atomically. Prints a
+    summary per runner and the invariant records seen = ingested + quarantined.
     """
+    for problem in load_errors():
+        click.echo(f"warning: {problem}", err=True)
     defaults = {"benchmark": benchmark, "split": split, "condition": condition, "tags": list(tags)}
     report = ingest(
         list(paths),
@@ -49,8 +58,8 @@ def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_file
         meta_files=list(meta_files),
     )
     click.echo(report.format())
-    if report.missing and not report.totals.files:
-        raise click.ClickException("no input paths exist")
+    if report.missing and len(report.missing) == len(paths):
+        raise click.ClickException("none of the input paths exist")
 
 
 @click.command("formats")

@@ -35,4 +35,5 @@ def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
         return
     if fmt == "parquet":
         raise click.UsageError("--format parquet needs --out")
-    click.echo(tabular.render(result, fmt, max_rows=max_rows if fmt in ("table", "markdown") else None))
+    text = tabular.render(result, fmt, max_rows=max_rows if fmt in ("table", "markdown") else None)
+    click.echo(text, nl=not text.endswith("\n"))

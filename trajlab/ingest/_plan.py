@@ -125,6 +125,8 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
         old = existing.get(key)
         if force or old is None or (old["sizes"], old["mtimes_ns"]) != ([st.st_size], [st.st_mtime_ns]):
             plan.unknown.append((path, tried))
+        else:
+            plan.unchanged["unknown"] += 1
     return plan
 
 
