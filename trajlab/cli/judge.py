@@ -80,7 +80,9 @@ def _selection(only: str) -> str | list[str]:
     help="failed | all (not graded success) | ID,ID,... | @file-of-ids",
 )
 @click.option("--concurrency", "-j", type=int, help="Requests in flight at once (default 8).")
-@click.option("--max-prompt-tokens", type=int, help="Prompt budget per request (default 24000).")
+@click.option(
+    "--max-prompt-tokens", type=int, help="Prompt budget per request, system prompt included (default 16000)."
+)
 @click.option(
     "--max-windows", type=int, help="Windows allowed for a long trajectory before it is unjudgeable."
 )
@@ -234,7 +236,7 @@ def show_cmd(lab, trajectory, judge_kind, fmt) -> None:
 @click.argument("lab", type=click.Path(path_type=str))
 @click.argument("trajectory")
 @click.option("--taxonomy", "-t", default="omni-failure", show_default=True)
-@click.option("--max-prompt-tokens", type=int, default=24_000, show_default=True)
+@click.option("--max-prompt-tokens", type=int, default=16_000, show_default=True)
 @click.option("--compact", is_flag=True)
 @click.option("--system", "with_system", is_flag=True, help="Also print the system prompt.")
 def render_cmd(lab, trajectory, taxonomy, max_prompt_tokens, compact, with_system) -> None:

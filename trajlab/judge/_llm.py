@@ -53,10 +53,9 @@ class LLMJudge:
         self.tax = taxonomy
         self.settings = settings
         self.client = client
-        self.system = system_prompt(taxonomy, settings.taxonomy_detail)
-        self.system_windowed = system_prompt(taxonomy, settings.taxonomy_detail, windowed=True)
-        self.schema = answer_schema(taxonomy)
-        self.schema_windowed = answer_schema(taxonomy, windowed=True)
+        short = settings.short_answers
+        self.system = system_prompt(taxonomy, settings.taxonomy_detail, short=short)
+        self.system_windowed = system_prompt(taxonomy, settings.taxonomy_detail, windowed=True, short=short)
         budget = settings.max_prompt_tokens - estimate_tokens(self.system_windowed) - RESERVE_TOKENS
         if budget < 300:
             raise ConfigError(
@@ -96,8 +95,9 @@ class LLMJudge:
     def schemas_for(self, rendering: Rendering) -> list[dict[str, Any]]:
         """The answer schema of each request: step numbers limited to the steps the request shows."""
         if rendering.windowed:
-            return [answer_schema(self.tax, True, sorted(w.step_indexes)) for w in rendering.windows]
-        return [answer_schema(self.tax, False, sorted(rendering.step_indexes))]
+            short = self.settings.short_answers
+            return [answer_schema(self.tax, True, sorted(w.step_indexes), short) for w in rendering.windows]
+        return [answer_schema(self.tax, False, sorted(rendering.step_indexes), self.settings.short_answers)]
 
     def render(self, view: TrajectoryView) -> Rendering:
         return render_trajectory(view, self.render_options)

@@ -15,15 +15,23 @@ from ..taxonomy import Taxonomy
 
 PROMPT_VERSION = "trajlab-judge-prompt/1"
 MAX_QUOTE = 200
+CONFIDENCE_LEVELS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1]
 MAX_EVIDENCE = 5
 
 
-def answer_schema(tax: Taxonomy, windowed: bool = False, steps: list[int] | None = None) -> dict[str, Any]:
+SHORT = {"evidence": 1, "quote": 80, "rationale": 160}
+NORMAL = {"evidence": MAX_EVIDENCE, "quote": MAX_QUOTE, "rationale": 800}
+
+
+def answer_schema(
+    tax: Taxonomy, windowed: bool = False, steps: list[int] | None = None, short: bool = False
+) -> dict[str, Any]:
     """JSON schema of one answer (the `response_format` sent to the endpoint).
 
     With `steps`, step numbers are restricted to those steps, so a server that enforces the schema
     (llama.cpp, vLLM, OpenAI structured outputs) cannot cite a step that does not exist.
     """
+    size = SHORT if short else NORMAL
     ids = tax.category_ids
     step: dict[str, Any] = {"type": "integer", "enum": steps} if steps else {"type": "integer", "minimum": 0}
     props: dict[str, Any] = {
@@ -33,19 +41,21 @@ def answer_schema(tax: Taxonomy, windowed: bool = False, steps: list[int] | None
         "evidence": {
             "type": "array",
             "minItems": 1,
-            "maxItems": MAX_EVIDENCE,
+            "maxItems": size["evidence"],
             "items": {
                 "type": "object",
                 "properties": {
                     "step": step,
-                    "quote": {"type": "string", "maxLength": MAX_QUOTE},
+                    "quote": {"type": "string", "maxLength": size["quote"]},
                 },
                 "required": ["step", "quote"],
                 "additionalProperties": False,
             },
         },
-        "rationale": {"type": "string", "maxLength": 800},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "rationale": {"type": "string", "maxLength": size["rationale"]},
+        # Tenths: plenty for a judge's confidence, and an enum is enforced by every structured-output
+        # engine (llama.cpp grammars ignore minimum/maximum on numbers).
+        "confidence": {"type": "number", "enum": CONFIDENCE_LEVELS},
     }
     if windowed:
         props["decisive_in_window"] = {"type": "boolean"}
@@ -102,8 +112,8 @@ Reply with exactly one JSON object and nothing else:
   "secondary_categories": [other category ids that also changed the outcome; usually empty],
   "decisive_step": N of the step (#N) where the run went wrong,
   "evidence": [1-{max_ev} objects {{"step": N, "quote": "exact short quote from step #N, at most {max_q} characters"}}],
-  "rationale": "one to three sentences",
-  "confidence": a number from 0 to 1{window_field}
+  "rationale": "{rationale_hint}",
+  "confidence": one of 0, 0.1, 0.2, ..., 0.9, 1{window_field}
 }}"""
 
 _WINDOW_FIELD = (
@@ -111,13 +121,15 @@ _WINDOW_FIELD = (
 )
 
 
-def system_prompt(tax: Taxonomy, detail: str = "full", windowed: bool = False) -> str:
+def system_prompt(tax: Taxonomy, detail: str = "full", windowed: bool = False, short: bool = False) -> str:
+    size = SHORT if short else NORMAL
     return _RULES.format(
         taxonomy=taxonomy_text(tax, detail),
         ids=json.dumps(tax.category_ids),
-        max_ev=MAX_EVIDENCE,
-        max_q=MAX_QUOTE,
+        max_ev=size["evidence"],
+        max_q=size["quote"],
         window_field=_WINDOW_FIELD if windowed else "",
+        rationale_hint="one short sentence" if short else "one to three sentences",
     )
 
 
@@ -143,13 +155,13 @@ def reask_message(problems: list[str]) -> str:
     )
 
 
-def prompt_hash(tax: Taxonomy, detail: str, render_settings: dict[str, Any]) -> str:
+def prompt_hash(tax: Taxonomy, detail: str, render_settings: dict[str, Any], short: bool = False) -> str:
     """Hash of the template, the taxonomy content, the schema and the rendering settings."""
     blob = json.dumps(
         {
             "version": PROMPT_VERSION,
-            "system": system_prompt(tax, detail),
-            "schema": answer_schema(tax),
+            "system": system_prompt(tax, detail, short=short),
+            "schema": answer_schema(tax, short=short),
             "render": render_settings,
         },
         sort_keys=True,

@@ -293,7 +293,10 @@ def _fit(
 ) -> tuple[dict[int, int], int]:
     """Levels per step that fit `budget` tokens if possible (lowest priority, largest first)."""
     levels = {int(s["step_index"]): 0 for s in steps}
-    cost = {i: estimate_tokens(r.render_step(s, 0)) for s, i in ((s, int(s["step_index"])) for s in steps)}
+    # +1 per step for the blank line that separates steps in the joined text
+    cost = {
+        i: estimate_tokens(r.render_step(s, 0)) + 1 for s, i in ((s, int(s["step_index"])) for s in steps)
+    }
     by_idx = {int(s["step_index"]): s for s in steps}
     total = header_tokens + sum(cost.values())
     if total <= budget:
@@ -302,7 +305,9 @@ def _fit(
         cands = [i for i in levels if r.priority[i] == prio and levels[i] < level]
         cands.sort(key=lambda i: -cost[i])
         for i in cands:
-            new = 4 if level == 3 else estimate_tokens(r.render_step(by_idx[i], level))  # ~ a collapsed share
+            new = (
+                4 if level == 3 else estimate_tokens(r.render_step(by_idx[i], level)) + 1
+            )  # 4 ~ a collapsed share
             total += new - cost[i]
             cost[i], levels[i] = new, level
             if total <= budget:
@@ -346,11 +351,19 @@ def render_trajectory(view: TrajectoryView, opts: RenderOptions | None = None) -
         rend.tokens = estimate_tokens(rend.text)
         return rend
     htok = estimate_tokens(header) + 8
-    levels, total = _fit(r, steps, o.max_tokens, htok)
-    if total <= o.max_tokens:
-        body, rend.collapsed_steps, rend.shortened_steps = _body(r, steps, levels)
-        rend.text = header + "\n\nSTEPS\n\n" + body
-        rend.tokens = estimate_tokens(rend.text)
+    budget = o.max_tokens
+    for _ in range(3):  # the per-step estimate can drift from the joined text: refit with the overshoot
+        levels, total = _fit(r, steps, budget, htok)
+        if total > budget:
+            break
+        body, collapsed, shortened = _body(r, steps, levels)
+        text = header + "\n\nSTEPS\n\n" + body
+        over = estimate_tokens(text) - o.max_tokens
+        if over > 0:
+            budget -= over + 16
+            continue
+        rend.text, rend.collapsed_steps, rend.shortened_steps = text, collapsed, shortened
+        rend.tokens = estimate_tokens(text)
         rend.step_indexes = {int(s["step_index"]) for s in steps}
         rend.errors_verbatim = [i for i in errors if _verbatim(r, view, i, rend.text)]
         return rend

@@ -24,7 +24,7 @@ from ._llm import LLMJudge, Outcome
 from ._prompt import prompt_hash
 from ._rules import CAPABILITIES, RULES_VERSION, RulesVerdict, decide
 from ._settings import LLMSettings
-from ._view import TrajectoryView, iter_views
+from ._view import TrajectoryView, ensure_dag, iter_views
 
 DONE_STATUSES = ("labeled", "unjudgeable")
 """A label with one of these statuses is final: resumed and repeated runs skip the trajectory."""
@@ -249,7 +249,7 @@ def judge_lab(
                 settings = settings.with_(api_key="dry-run-no-key")
         client = LLMClient(settings, cache=cache)
     judge = LLMJudge(tax, settings, client)
-    phash = prompt_hash(tax, settings.taxonomy_detail, judge.render_settings())
+    phash = prompt_hash(tax, settings.taxonomy_detail, judge.render_settings(), settings.short_answers)
     run_id = "jr_" + uuid.uuid4().hex[:12]
     model = str(settings.model)
     report = JudgeRunReport("llm", model, tax.id, tax.version, phash, run_id, dry_run=dry_run)
@@ -271,7 +271,7 @@ def judge_lab(
     pool = ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="judge")
     pending: set[Future[Outcome]] = set()
 
-    def collect(done_futs: Iterable[Future[Outcome]]) -> None:
+    def collect(done_futs: Iterable[Future[Outcome]], notify: bool = True) -> None:
         for f in done_futs:
             o = f.result()
             base = _base_row(o.trajectory_id, "llm", model, phash, tax, run_id)
@@ -284,13 +284,16 @@ def judge_lab(
                 report.categories[o.answer.primary] += 1
             if o.windows > 1:
                 report.windowed += 1
-            if on_outcome is not None:
+            if on_outcome is not None and notify:
                 on_outcome(o)
             bar.update(1)
 
+    def work(view: TrajectoryView) -> Outcome:
+        return judge.judge(ensure_dag(view), use_cache)  # DAG built in the worker, not the feeding thread
+
     try:
-        for view in iter_views(lab, todo):
-            pending.add(pool.submit(judge.judge, view, use_cache))
+        for view in iter_views(lab, todo, build=False):
+            pending.add(pool.submit(work, view))
             if len(pending) >= limit:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 collect(finished)
@@ -301,7 +304,7 @@ def judge_lab(
         report.interrupted = True
         for f in pending:
             f.cancel()
-        collect([f for f in pending if f.done() and not f.cancelled()])
+        collect([f for f in pending if f.done() and not f.cancelled()], notify=False)  # keep finished work
         raise
     finally:
         pool.shutdown(wait=not report.interrupted, cancel_futures=True)

@@ -44,12 +44,15 @@ class LLMSettings:
     max_retries: int = 5
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
-    max_prompt_tokens: int = 24_000
+    max_prompt_tokens: int = 16_000
     max_completion_tokens: int = 800
     max_windows: int = 6
     response_format: Literal["json_schema", "json_object", "none"] = "json_schema"
     taxonomy_detail: Literal["full", "compact"] = "full"
     redact: bool = True
+    short_answers: bool = False
+    """Ask for a short rationale (<= 160 chars) and one evidence quote of <= 80 chars
+    (small local models are slow to generate and ramble)."""
     price_in_per_mtok: float | None = None
     """USD per million prompt tokens (for --dry-run cost estimates)."""
     price_out_per_mtok: float | None = None

@@ -154,6 +154,13 @@ class TrajectoryView:
         return d if isinstance(d, dict) else {}
 
 
+def ensure_dag(view: TrajectoryView) -> TrajectoryView:
+    """Build the DAG in memory if the view has none yet (a no-op when it came from the lab)."""
+    if view.dag_source == "steps" and not view.nodes:
+        _build_in_memory(view)
+    return view
+
+
 def _build_in_memory(view: TrajectoryView) -> None:
     try:
         from ..dag import build_dag  # type: ignore[attr-defined]

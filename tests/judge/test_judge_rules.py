@@ -1,0 +1,123 @@
+"""The offline rules judge: what it decides, what it abstains on, coverage, taxonomy routing."""
+
+from __future__ import annotations
+
+import pytest
+from judge_labs import make_lab
+
+from trajlab.judge import CAPABILITIES, decide, detect, load_view, rules_judge
+from trajlab.taxonomy import load_taxonomy
+
+OMNI = load_taxonomy("omni-failure")
+MULTI = load_taxonomy("multi-agent")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    return make_lab(
+        tmp_path_factory.mktemp("rules") / "lab", "omni_runs", "adversarial", "secrets", "who_and_when_mini"
+    )
+
+
+def test_network_failure_after_missing_asr_is_infrastructure(lab) -> None:
+    v = decide(load_view(lab, "t_audio_infra"), OMNI.detector_map())
+    assert v.category == "tool_infrastructure"
+    assert v.decisive_step == 3  # the pip install that failed for lack of network; the agent then gave up
+    assert v.used[0].detector == "network_error"
+    assert [h.detector for h in v.used] == ["network_error", "command_not_found"]
+    assert v.coverage.startswith("rule network_error: unrecovered network error in pip (#3)")
+
+
+def test_video_never_extracted_is_insufficient_exploration(lab) -> None:
+    v = decide(load_view(lab, "t_video_skip"), OMNI.detector_map())
+    assert v.category == "insufficient_exploration"
+    assert v.decisive_step == 3  # the final answer, given without looking at a frame
+    assert v.used[0].detector == "frames_never_extracted"
+    assert "video needed (domain=video) but no frames extracted" in v.rationale
+
+
+def test_wrong_transcript_from_a_working_tool_is_not_decided(lab) -> None:
+    v = decide(load_view(lab, "t_misheard"), OMNI.detector_map())
+    assert v.category is None and v.decisive_step is None
+    assert v.coverage.startswith("abstained: no rule applies (audio processed without a detectable failure)")
+    assert CAPABILITIES in v.coverage
+
+
+def test_permission_denied_single_frame(lab) -> None:
+    v = decide(load_view(lab, "t_adversarial"), OMNI.detector_map())
+    assert v.category == "tool_infrastructure" and v.decisive_step == 2
+    assert v.used[0].detector == "permission_denied"
+
+
+def test_execution_step_points_at_the_code_author(lab) -> None:
+    view = load_view(lab, "t_ww_exec")
+    v = decide(view, MULTI.detector_map())
+    assert v.category == "execution_error"
+    assert v.decisive_step == 1  # the Data_Expert message whose code the terminal ran (executes_step)
+    assert v.used[0].detector == "code_exception"
+    # Under the omni taxonomy the same signal means a reasoning/calculation bug.
+    assert decide(view, OMNI.detector_map()).category == "reasoning_calculation"
+
+
+def test_unmapped_detectors_are_reported(lab) -> None:
+    hits = {h.detector for h in detect(load_view(lab, "t_video_skip"))}
+    assert hits == {"frames_never_extracted"}
+    v = decide(load_view(lab, "t_video_skip"), MULTI.detector_map())
+    assert v.category is None
+    assert "fired but not in this taxonomy: frames_never_extracted" in v.coverage
+
+
+def test_rules_judge_writes_labels_and_reports_coverage(tmp_path) -> None:
+    lab = make_lab(tmp_path / "lab", "omni_runs", "adversarial")
+    rep = rules_judge(lab, "omni-failure", progress=False)
+    assert rep.selected == 4 and rep.judged == 4
+    assert rep.statuses == {"labeled": 3, "unjudgeable": 1}
+    assert rep.coverage == 0.75
+    assert rep.rules_fired == {"network_error": 1, "frames_never_extracted": 1, "permission_denied": 1}
+    text = rep.format()
+    assert "coverage: 75% labeled" in text and "Cannot decide (abstains)" in text
+    rows = {r["trajectory_id"]: r for r in lab.read("judge_labels").to_pylist()}
+    a = rows["t_audio_infra"]
+    assert (a["judge"], a["model"], a["status"], a["category"]) == (
+        "rules",
+        "rules-1",
+        "labeled",
+        "tool_infrastructure",
+    )
+    assert a["decisive_step_index"] == 3 and a["evidence_steps"] == [3, 2]
+    assert a["prompt_hash"].startswith("rh_") and a["coverage"].startswith("rule network_error")
+    assert a["n_requests"] == 0
+    m = rows["t_misheard"]
+    assert m["status"] == "unjudgeable" and m["status_reason"].startswith("rules: abstained: no rule applies")
+    # Running again replaces the rules labels instead of adding rows.
+    rules_judge(lab, "omni-failure", progress=False)
+    assert lab.rows("judge_labels") == 4
+
+
+def test_rules_judge_dry_run_writes_nothing(tmp_path) -> None:
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    rep = rules_judge(lab, "omni-failure", progress=False, dry_run=True)
+    assert rep.judged == 3 and not lab.has("judge_labels")
+    assert [p["category"] for p in rep.plan] == [
+        "tool_infrastructure",
+        None,
+        "insufficient_exploration",
+    ]  # id order
+
+
+@pytest.mark.slow
+def test_rules_judge_on_generated_examples(tmp_path) -> None:
+    """On the generated example runs the rules judge is right whenever it decides (planted ground truth)."""
+    examples = pytest.importorskip("trajlab.examples")
+    from trajlab.ingest import ingest
+    from trajlab.judge import evaluate
+
+    ex = examples.generate_examples(tmp_path / "ex", n_tasks=24, seed=11)
+    ingest([ex.runs_dir], tmp_path / "lab", progress=False, workers=1)
+    rep = rules_judge(tmp_path / "lab", "omni-failure", progress=False)
+    assert rep.judged == ex.failures
+    res = evaluate(tmp_path / "lab", tmp_path / "ex" / "ground_truth.jsonl", judge="rules")
+    assert res["n_gold"] == ex.failures
+    assert 0.25 <= res["coverage"] <= 0.7
+    assert res["on_labeled"]["category"]["accuracy"] >= 0.9
+    assert res["on_labeled"]["decisive_step"]["within_1"] >= 0.9
