@@ -161,7 +161,9 @@ def test_interrupted_run_resumes_where_it_stopped(lab, scripted_llm) -> None:
         raise KeyboardInterrupt  # as if Ctrl-C arrived right after the first label
 
     with pytest.raises(KeyboardInterrupt):
-        judge_lab(lab, TAX, settings(srv, max_concurrency=1), progress=False, on_outcome=interrupt, commit_every=1)
+        judge_lab(
+            lab, TAX, settings(srv, max_concurrency=1), progress=False, on_outcome=interrupt, commit_every=1
+        )
     done = labels(lab.refresh())
     assert 1 <= len(done) <= 2  # finished work was committed; nothing else was
     assert all(r["status"] == "labeled" for r in done.values())
