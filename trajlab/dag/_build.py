@@ -13,9 +13,7 @@ checked). Metrics and candidates come from `_analyze`. docs/dag.md documents eac
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
-from datetime import datetime, timedelta
 from typing import Any
 
 import ahocorasick
@@ -23,9 +21,28 @@ import orjson
 
 from ._analyze import analyze
 from ._model import NODE_KINDS, StepDag
+from ._nodes import (
+    LAST_LINE_MAX,
+    NO_RESULT_TOOLS,
+    UBIQUITY,
+    VALUE_TEXT_MAX,
+    clean_label,
+    modality,
+    name_of,
+    node_status,
+)
 from ._stepio import StepIO, step_io
+from ._structure import (
+    agent_edges,
+    answer_node,
+    compaction_checks,
+    find_retries,
+    poll_chains,
+    prepare,
+    sequence_edges,
+    structure,
+)
 from ._tokens import (
-    DOC_EXT,
     basename,
     clip,
     code_io,
@@ -42,94 +59,7 @@ from ._tokens import (
     values_of,
 )
 
-PARALLEL_GAP_S = 1.0
-"""Calls of one agent this close together (and with nothing between them) were issued in one response."""
-UBIQUITY = 8
-"""A value printed by more steps than this is too common to count as a data dependency."""
-LAST_LINE_MAX = 24
-"""An output whose last line is this short printed a result (`515`, `3`): typing it later is a data use."""
-VALUE_TEXT_MAX = 2_000
-"""Characters of a command or argument text searched for typed-in values."""
-NO_RESULT_TOOLS = frozenset(["web_search"])
-FINISH_TOOLS = frozenset(
-    [
-        "submit",
-        "finish",
-        "mark_task_complete",
-        "task_complete",
-        "attempt_completion",
-        "complete_task",
-        "final_answer",
-    ]
-)
-"""Tools that end a run by handing in the result: the last call to one is the answer step."""
-"""Tools whose results runners do not log: a missing result is not an anomaly."""
-BENIGN_EXIT_1 = frozenset(["grep", "diff", "cmp", "test", "["])
-"""Programs whose exit code 1 means "no match" / "differs", not failure."""
-DOC_PROGRAMS = frozenset(
-    [
-        "pdftotext",
-        "pdftoppm",
-        "pdfinfo",
-        "pdfimages",
-        "pandoc",
-        "libreoffice",
-        "soffice",
-        "docx2txt",
-        "mutool",
-        "qpdf",
-    ]
-)
-_CTRL = {c: " " for c in [*range(0, 32), 127]}
 _MAX_ARTIFACTS = 50
-
-
-def clean_label(text: str | None, width: int = 80) -> str | None:
-    """First non-empty line of a text, control characters removed, cut to `width`."""
-    if not text:
-        return None
-    head = text[: width * 4].lstrip()
-    if not head and len(text) > width * 4:
-        head = text.lstrip()[: width * 4]
-    cut = head.find("\n")
-    line = (head if cut < 0 else head[:cut]).strip().translate(_CTRL)
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _ts(v: Any) -> float | None:
-    if isinstance(v, datetime):
-        return v.timestamp()
-    if isinstance(v, (int, float)):
-        return float(v)
-    return None
-
-
-def node_status(step: dict[str, Any]) -> str:
-    """ok, error, timeout or no-output (see docs/dag.md, "Node status")."""
-    kind = step.get("kind")
-    out = step.get("output")
-    err = bool(step.get("is_error"))
-    code = step.get("exit_code")
-    if kind in ("tool_call", "tool_result"):
-        if step.get("timed_out") or code == 124 or (err and "timed out" in (out or "")[:300].lower()):
-            return "timeout"
-        progs = step.get("programs") or ()
-        if (
-            code == 1
-            and ((step.get("tool") or "") in BENIGN_EXIT_1 or (progs and progs[-1] in BENIGN_EXIT_1))
-            and not step.get("stderr")
-        ):
-            return "ok" if out and out.strip() else "no-output"
-        if err or (code is not None and code != 0):
-            return "error"
-        if out is None or not out.strip():
-            return "ok" if code == 0 else "no-output"
-        return "ok"
-    if err:
-        return "error"
-    if kind == "compaction" and not (step.get("text") or "").strip():
-        return "no-output"
-    return "ok"
 
 
 class _Index:
@@ -151,7 +81,7 @@ class _Builder:
         self.t = trajectory
         self.tid = trajectory.get("trajectory_id") or (steps[0].get("trajectory_id") if steps else "") or ""
         self.anomalies: list[str] = []
-        self.steps = self._prepare(steps)
+        self.steps = prepare(self, steps)
         self.by_idx = {s["step_index"]: s for s in self.steps}
         self.nodes: dict[int, dict[str, Any]] = {}
         self.edges: dict[tuple[int, int, str], tuple[str | None, str]] = {}
@@ -166,34 +96,6 @@ class _Builder:
         self.polled: dict[int, int] = {}  # running command -> its latest poll
 
     # -- input checks -------------------------------------------------------------------------------
-
-    def _prepare(self, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        idx = [s.get("step_index") for s in steps]
-        good = [s for s in steps if isinstance(s.get("step_index"), int)]
-        if len(good) < len(steps):
-            self.anomalies.append(f"{len(steps) - len(good)} steps without a step_index dropped")
-        if any(a > b for a, b in itertools.pairwise(idx) if isinstance(a, int) and isinstance(b, int)):
-            self.anomalies.append("steps out of order in the input: sorted by step_index")
-            good.sort(key=lambda s: s["step_index"])
-        out: list[dict[str, Any]] = []
-        dups: list[int] = []
-        for s in good:
-            if out and out[-1]["step_index"] == s["step_index"]:
-                dups.append(s["step_index"])
-                continue
-            out.append(s)
-        if dups:
-            self.anomalies.append(
-                f"duplicate step_index {', '.join(map(str, dups[:5]))}: later copies dropped"
-            )
-        if out:
-            missing = out[-1]["step_index"] + 1 - len(out)
-            if missing:
-                self.anomalies.append(f"step_index gaps: {missing} indexes missing")
-        back = [s["step_index"] for p, s in itertools.pairwise(out) if _backwards(p, s)]
-        if back:
-            self.anomalies.append(f"timestamps go backwards at {len(back)} steps (first at step {back[0]})")
-        return out
 
     # -- edges --------------------------------------------------------------------------------------
 
@@ -264,63 +166,22 @@ class _Builder:
     # -- pass 1: nodes, reads/writes, demand -------------------------------------------------------
 
     def run(self) -> StepDag:
-        self._structure()
+        structure(self)
         cwd: dict[str, str | None] = {}
         code: dict[str, str] = {}
         opened: dict[str, str | None] = {}
         for s in self.steps:
             self._node(s, cwd, code, opened)
-        answer = self._answer_node()
+        answer = answer_node(self)
         self._demand(answer)
         for s in self.steps:
             self._link(s)
-        self._poll_chains()
-        self._sequence()
-        self._agents_edges()
-        self._compactions()
-        retries = self._retries()
+        poll_chains(self)
+        sequence_edges(self)
+        agent_edges(self)
+        compaction_checks(self)
+        retries = find_retries(self)
         return analyze(self, answer, retries)
-
-    def _structure(self) -> None:
-        """Agents, their spawning steps and parallel batches (before any edge is drawn)."""
-        self.agent_steps: dict[str, list[int]] = defaultdict(list)
-        self.depth: dict[str, int] = {}
-        self.parent: dict[str, int | None] = {}
-        usage: dict[str, bool] = defaultdict(bool)
-        calls: dict[str, list[int]] = defaultdict(list)
-        for s in self.steps:
-            a = s.get("agent_id") or "main"
-            i = s["step_index"]
-            self.agent_steps[a].append(i)
-            if a not in self.depth:
-                self.depth[a] = int(s.get("depth") or 0)
-                self.parent[a] = s.get("parent_step_index")
-            if s.get("input_tokens") is not None:
-                usage[a] = True
-            if s.get("kind") == "tool_call" and s.get("call_id"):
-                calls[s["call_id"]].append(i)
-        self.root = (
-            min(self.agent_steps, key=lambda a: (self.depth[a], self.agent_steps[a][0]))
-            if self.agent_steps
-            else "main"
-        )
-        for cid, idxs in calls.items():
-            if len(idxs) > 1:
-                self.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
-        self.call_node = {cid: idxs[0] for cid, idxs in calls.items()}
-        self.children: dict[int, list[str]] = defaultdict(list)
-        for a, p in self.parent.items():
-            if p is not None and a != self.root:
-                self.children[p].append(a)
-        for a, idxs in self.agent_steps.items():
-            prev: dict[str, Any] | None = None
-            for i in idxs:
-                s = self.by_idx[i]
-                if prev is not None and s.get("kind") == "tool_call" and _same_response(prev, s, usage[a]):
-                    b = self.batch.get(prev["step_index"], prev["step_index"])
-                    self.batch[prev["step_index"]] = b
-                    self.batch[i] = b
-                prev = s
 
     def _node(
         self,
@@ -383,7 +244,7 @@ class _Builder:
             node["label"] = clean_label(
                 s.get("command") or (io.value_text if io.value_text.startswith(name_of(s)) else None)
             ) or clean_label(f"{s.get('tool_name') or tool or 'call'} {io.primary or ''}".strip())
-            node["modality"] = _modality(s, io, tool)
+            node["modality"] = modality(s, io, tool)
             if (
                 s.get("output") is None
                 and s.get("exit_code") is None
@@ -462,6 +323,8 @@ class _Builder:
             )
         for i, text in texts:
             ps, us, vs = scan(text[: VALUE_TEXT_MAX * 4])
+            # prose: only explicit paths (absolute, ./relative, or with a file extension), not "and/or"
+            ps = [p for p in ps if p.startswith(("/", "~", "./")) or ext_of(p)]
             for v in vs:
                 want(values, v, i)
             for p in ps:
@@ -625,211 +488,7 @@ class _Builder:
         if 0 < len(line) <= LAST_LINE_MAX:
             ix.lines[line].append(node)
 
-    def _poll_chains(self) -> None:
-        """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
-        self.chain_end: dict[int, int] = {}  # command (and each poll) -> its last poll
-        self.origin_of: dict[int, int] = {}  # poll -> the command it polls
-        for origin in self.polled:
-            if origin in self.origin_of:
-                continue
-            chain = [origin]
-            while chain[-1] in self.polled and len(chain) < 10_000:
-                chain.append(self.polled[chain[-1]])
-            for i in chain:
-                self.chain_end[i] = chain[-1]
-            for i in chain[1:]:
-                self.origin_of[i] = origin
-            for i in chain[:-1]:
-                if self.nodes[i]["status"] == "error" and self.nodes[chain[-1]]["status"] in (
-                    "error",
-                    "timeout",
-                ):
-                    self.nodes[i]["status"] = "ok"
-
     # -- structural edges --------------------------------------------------------------------------
-
-    def _sequence(self) -> None:
-        for idxs in self.agent_steps.values():
-            units: list[list[int]] = []
-            for i in idxs:
-                b = self.batch.get(i)
-                if b is not None and units and self.batch.get(units[-1][0]) == b:
-                    units[-1].append(i)
-                else:
-                    units.append([i])
-            for u, v in itertools.pairwise(units):
-                rule = (
-                    "next"
-                    if len(u) == 1 and len(v) == 1
-                    else "fan-out"
-                    if len(u) == 1
-                    else "fan-in"
-                    if len(v) == 1
-                    else "batch"
-                )
-                for a in u:
-                    for b in v:
-                        self.edge(a, b, "sequence", None, rule)
-
-    def _agents_edges(self) -> None:
-        for a, idxs in self.agent_steps.items():
-            if a == self.root:
-                continue
-            first, last = idxs[0], idxs[-1]
-            parent = self.parent.get(a)
-            summarizer = False
-            if parent is not None and parent in self.nodes and parent < first:
-                summarizer = self.nodes[parent]["kind"] == "compaction"
-                self.edge(
-                    parent, first, "spawn", f"agent:{a}", "compaction-agent" if summarizer else "subagent"
-                )
-                pagent = self.nodes[parent]["agent_id"]
-            elif (
-                parent is not None
-                and parent in self.nodes
-                and parent > last
-                and self.nodes[parent]["kind"] == "compaction"
-            ):
-                pagent = self.nodes[parent]["agent_id"]
-                before = [j for j in self.agent_steps[pagent] if j < first]
-                if before:
-                    self.edge(before[-1], first, "spawn", f"agent:{a}", "compaction-agent")
-                self.edge(last, parent, "summary", f"agent:{a}", "compaction-agent")
-                continue
-            else:
-                if parent is not None:
-                    self.anomalies.append(f"sub-agent {a}: spawning step {parent} not found")
-                else:
-                    self.anomalies.append(f"sub-agent {a} has no spawning step")
-                cand = [
-                    j
-                    for j in range(first - 1, -1, -1)
-                    if j in self.nodes and self.nodes[j]["depth"] < self.depth[a]
-                ]
-                spawn = next(
-                    (j for j in cand if self.nodes[j]["tool"] == "subagent"), cand[0] if cand else None
-                )
-                if spawn is None:
-                    continue
-                self.parent[a] = spawn
-                self.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
-                pagent = self.nodes[spawn]["agent_id"]
-            after = next((j for j in self.agent_steps.get(pagent, []) if j > last), None)
-            if (
-                after is not None and summarizer
-            ):  # a summarization agent's report is what the run continues from
-                self.edge(last, after, "summary", f"agent:{a}", "compaction-agent")
-            elif after is not None:
-                self.edge(last, after, "return", f"agent:{a}", "subagent-result")
-            s = self.by_idx[last]
-            if self.nodes[last]["kind"] == "text" and s.get("text"):
-                self.consume(last, StepIO(value_text=s["text"]), value_rule="agent-result-value")
-
-    def _compactions(self) -> None:
-        for i, n in self.nodes.items():
-            if n["kind"] != "compaction":
-                continue
-            tc = _ts(self.by_idx[i].get("timestamp"))
-            agent = n["agent_id"]
-            later = [j for j in self.agent_steps[agent] if j > i]
-            if tc is not None:
-                early = [
-                    j
-                    for j in later
-                    if (t := _ts(self.by_idx[j].get("timestamp"))) is not None and t < tc - 1.0
-                ]
-                if early:
-                    self.anomalies.append(
-                        f"compaction at step {i} rewrites history: {len(early)} later steps are dated before it"
-                    )
-            before = {
-                (self.by_idx[j].get("text") or "").strip()
-                for j in self.agent_steps[agent]
-                if j < i and self.nodes[j]["kind"] == "input"
-            }
-            replayed = [
-                j
-                for j in later
-                if self.nodes[j]["kind"] == "input"
-                and len(t := (self.by_idx[j].get("text") or "").strip()) > 20
-                and t in before
-            ]
-            if replayed:
-                self.anomalies.append(
-                    f"compaction at step {i} replays {len(replayed)} earlier messages (first at step {replayed[0]})"
-                )
-
-    def _retries(self) -> dict[int, int]:
-        """Failed action -> the later action that retried it (same tool and command, or same input)."""
-        from difflib import SequenceMatcher
-
-        out: dict[int, int] = {}
-        for idxs in self.agent_steps.values():
-            actions = [i for i in idxs if self.nodes[i]["kind"] == "action"]
-            for k, a in enumerate(actions):
-                na = self.nodes[a]
-                if na["status"] not in ("error", "timeout"):
-                    continue
-                la = self.origin_of.get(a, a)  # a failed poll stands for the command it polled
-                sa = self.by_idx[la]
-                ka = self.nodes[la]["tool"]
-                ca = (sa.get("command") or sa.get("arguments") or "")[:300]
-                pa = self.io[la].primary
-                for b in actions[k + 1 : k + 11]:
-                    nb = self.nodes[b]
-                    if nb["tool"] in ("poll", "write_stdin") or not self.ok_src(a, b):
-                        continue
-                    pb = self.io[b].primary
-                    same_input = pa is not None and pb is not None and same_file(pa, pb)
-                    rule = None
-                    if nb["tool"] == ka and ka is not None:
-                        cb = (self.by_idx[b].get("command") or self.by_idx[b].get("arguments") or "")[:300]
-                        if same_input or ca == cb or SequenceMatcher(None, ca, cb).ratio() >= 0.5:
-                            rule = "retry-same-tool"
-                    elif same_input and nb["modality"] == self.nodes[la]["modality"]:
-                        rule = "retry-same-input"
-                    if rule:
-                        self.edge(a, b, "retry", pa, rule)
-                        out[a] = b
-                        break
-        return out
-
-    def _answer_node(self) -> int | None:
-        """The final answer: the root agent's last message (or the final answer's message), or a later submit."""
-        root = self.agent_steps.get(self.root, [])
-        final = (self.t.get("final_answer") or "").strip()
-        texts = [
-            i for i in root if self.nodes[i]["kind"] == "text" and (self.by_idx[i].get("text") or "").strip()
-        ]
-        submits = [
-            i for i in root if self.nodes[i]["kind"] == "action" and self.nodes[i]["tool"] in FINISH_TOOLS
-        ]
-        answer = None
-        if final:
-            head = final[:200]
-            answer = next((i for i in reversed(texts) if head in (self.by_idx[i].get("text") or "")), None)
-        if answer is None and texts:
-            answer = texts[-1]
-        if submits and (answer is None or submits[-1] > answer):
-            return submits[-1]
-        actions = [i for i in root if self.nodes[i]["kind"] == "action"]
-        if answer is not None and actions and actions[-1] > answer:
-            return None  # the run went on acting after its last message: it never answered
-        return answer
-
-
-def name_of(s: dict[str, Any]) -> str:
-    return (s.get("tool_name") or "\0").lower()
-
-
-def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool:
-    """Was call `s` issued in the same model response as the call `prev` right before it?"""
-    if prev.get("kind") != "tool_call":
-        return False
-    if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF)
-        return s.get("input_tokens") is None
-    a, b = _ts(prev.get("timestamp")), _ts(s.get("timestamp"))
-    return a is not None and b is not None and 0 <= b - a < PARALLEL_GAP_S
 
 
 def _probes(path: str) -> tuple[str, ...]:
@@ -839,30 +498,6 @@ def _probes(path: str) -> tuple[str, ...]:
         tail = "/".join(parts[-2:])
         return (path, tail) if tail != path else (path,)
     return (path,)
-
-
-def _modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
-    m = s.get("modality") or "compute"
-    if m in ("file", "compute"):
-        if tool in DOC_PROGRAMS or any(p in DOC_PROGRAMS for p in s.get("programs") or ()):
-            return "document"
-        for p in [*io.consumed, *(x for x, _ in io.produced)]:
-            if ext_of(p) in DOC_EXT:
-                return "document"
-    return m
-
-
-_SECOND = timedelta(seconds=1)
-
-
-def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
-    a, b = p.get("timestamp"), s.get("timestamp")
-    if a is None or b is None or p.get("agent_id") != s.get("agent_id"):
-        return False
-    if isinstance(a, datetime) and isinstance(b, datetime):
-        return b < a - _SECOND
-    x, y = _ts(a), _ts(b)
-    return x is not None and y is not None and y < x - 1.0
 
 
 def build_dag(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> StepDag:

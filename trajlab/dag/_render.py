@@ -13,8 +13,8 @@ import orjson
 
 from ..errors import ConfigError
 from ..redact import redact
-from ._build import clean_label
 from ._model import StepDag
+from ._nodes import clean_label
 
 EXPORT_FORMATS = ("json", "graphml", "dot")
 _STATUS = {"ok": "ok", "error": "ERROR", "timeout": "TIMEOUT", "no-output": "no-output"}

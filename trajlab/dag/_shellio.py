@@ -12,31 +12,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..normalize import ParsedShell, SimpleCommand, parse_shell, program_name
-from ._tokens import basename, code_io, has_glob, is_pathlike, is_url, norm_path
+from ._tokens import basename, code_io, has_glob, is_pathlike, is_url, norm_path, words
 
-_WRAPPERS = frozenset(
-    [
-        "sudo",
-        "doas",
-        "env",
-        "nohup",
-        "exec",
-        "command",
-        "builtin",
-        "time",
-        "nice",
-        "ionice",
-        "stdbuf",
-        "unbuffer",
-        "chronic",
-        "xargs",
-    ]
-)
-_WRAPPER_OPTS = frozenset(
-    ["-u", "-g", "-C", "-n", "-c", "-o", "-e", "-i", "-I", "-P", "-d", "-L", "-s", "-S"]
-)
+_WRAPPERS = words("sudo doas env nohup exec command builtin time nice ionice stdbuf unbuffer chronic xargs")
+_WRAPPER_OPTS = words("-u -g -C -n -c -o -e -i -I -P -d -L -s -S")
 _SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh"])
-_INTERPRETERS = frozenset(["python", "node", "ruby", "perl", "php", "deno", "bun", "rscript", "julia", "lua"])
+_INTERPRETERS = words("python node ruby perl php deno bun rscript julia lua")
 _CODE_FLAGS = {
     "python": "-c",
     "node": "-e",
@@ -46,87 +27,20 @@ _CODE_FLAGS = {
     "deno": "eval",
     "bun": "-e",
 }
-_O_PROGRAMS = frozenset(
-    [
-        "gcc",
-        "g++",
-        "cc",
-        "clang",
-        "clang++",
-        "curl",
-        "yt-dlp",
-        "sort",
-        "pandoc",
-        "go",
-        "rustc",
-        "openssl",
-        "wkhtmltopdf",
-        "qpdf",
-        "gs",
-        "ghostscript",
-        "aria2c",
-        "ld",
-        "nvcc",
-        "zig",
-    ]
+_O_PROGRAMS = words(
+    "gcc g++ cc clang clang++ curl yt-dlp sort pandoc go rustc openssl wkhtmltopdf qpdf gs ghostscript aria2c ld nvcc zig"
 )
-_OUTPUT_LONG = frozenset(
-    [
-        "--output",
-        "--output-dir",
-        "--output_dir",
-        "--outdir",
-        "--out",
-        "--out-dir",
-        "--output-file",
-        "--output_file",
-        "--output-document",
-        "--save-path",
-        "--download-dir",
-        "--directory-prefix",
-        "--target-dir",
-    ]
+_OUTPUT_LONG = words(
+    "--output --output-dir --output_dir --outdir --out --out-dir --output-file --output_file --output-document --save-path --download-dir --directory-prefix --target-dir"
 )
-_DIR_OUTPUT = frozenset(
-    [
-        "--output-dir",
-        "--output_dir",
-        "--outdir",
-        "--out-dir",
-        "--save-path",
-        "--download-dir",
-        "--directory-prefix",
-        "--target-dir",
-    ]
+_DIR_OUTPUT = words(
+    "--output-dir --output_dir --outdir --out-dir --save-path --download-dir --directory-prefix --target-dir"
 )
-_FFMPEG_FLAGS = frozenset(
-    [
-        "-y",
-        "-n",
-        "-hide_banner",
-        "-vn",
-        "-an",
-        "-sn",
-        "-dn",
-        "-nostdin",
-        "-stats",
-        "-nostats",
-        "-shortest",
-        "-report",
-        "-re",
-        "-copyts",
-        "-benchmark",
-        "-xerror",
-        "-accurate_seek",
-        "-noaccurate_seek",
-        "-h",
-        "-version",
-        "-autorotate",
-        "-noautorotate",
-    ]
+_FFMPEG_FLAGS = words(
+    "-y -n -hide_banner -vn -an -sn -dn -nostdin -stats -nostats -shortest -report -re -copyts -benchmark -xerror -accurate_seek -noaccurate_seek -h -version -autorotate -noautorotate"
 )
 _WHISPER_FORMATS = ("txt", "vtt", "srt", "tsv", "json")
-_COPIERS = frozenset(["cp", "mv", "rsync", "scp", "install", "ln"])
+_COPIERS = words("cp mv rsync scp install ln")
 _LISTERS = frozenset(["ls", "tree", "dir"])
 _REDIRECT_OUT = frozenset([">", ">>", ">|", "&>", "&>>"])
 
@@ -301,7 +215,7 @@ def _whisper(acc: _Acc, args: list[str]) -> None:
     opts = dict(
         _flag_values(
             args,
-            frozenset(["--output_dir", "--output-dir", "-o", "--output_format", "--output-format", "-f"]),
+            words("--output_dir --output-dir -o --output_format --output-format -f"),
         )
     )
     out_dir = opts.get("--output_dir") or opts.get("--output-dir") or opts.get("-o") or "."
@@ -322,9 +236,7 @@ def _whisper(acc: _Acc, args: list[str]) -> None:
 def _tesseract(acc: _Acc, args: list[str]) -> None:
     pos = _positional(
         args,
-        frozenset(
-            ["--psm", "--oem", "-l", "-c", "--tessdata-dir", "--dpi", "--user-words", "--user-patterns"]
-        ),
+        words("--psm --oem -l -c --tessdata-dir --dpi --user-words --user-patterns"),
     )
     if pos:
         acc.consume_words(pos[:1])
@@ -336,7 +248,7 @@ def _tesseract(acc: _Acc, args: list[str]) -> None:
 
 def _copier(acc: _Acc, prog: str, args: list[str]) -> None:
     target = dict(_flag_values(args, frozenset(["-t", "--target-directory"])))
-    pos = _positional(args, frozenset(["-t", "--target-directory", "-e", "-m", "-o", "-g", "--suffix", "-S"]))
+    pos = _positional(args, words("-t --target-directory -e -m -o -g --suffix -S"))
     if prog == "ln":
         pos = [p for p in pos]
     dest = target.get("-t") or target.get("--target-directory")
@@ -354,60 +266,15 @@ def _copier(acc: _Acc, prog: str, args: list[str]) -> None:
 
 
 def _download(acc: _Acc, prog: str, args: list[str]) -> None:
-    with_value = frozenset(
-        [
-            "-o",
-            "--output",
-            "-d",
-            "--data",
-            "-H",
-            "--header",
-            "-X",
-            "--request",
-            "-u",
-            "--user",
-            "-A",
-            "-e",
-            "-T",
-            "-F",
-            "--form",
-            "-w",
-            "-m",
-            "--max-time",
-            "--connect-timeout",
-            "--retry",
-            "-x",
-            "--proxy",
-            "-b",
-            "-c",
-            "--data-binary",
-            "--data-raw",
-            "--data-urlencode",
-            "-r",
-            "-O",
-            "--output-document",
-            "-P",
-            "--directory-prefix",
-            "-i",
-            "--user-agent",
-            "--referer",
-            "-t",
-            "--tries",
-            "-T",
-            "--timeout",
-            "-f",
-        ]
+    with_value = words(
+        "-o --output -d --data -H --header -X --request -u --user -A -e -T -F --form -w -m --max-time --connect-timeout --retry -x --proxy -b -c --data-binary --data-raw --data-urlencode -r -O --output-document -P --directory-prefix -i --user-agent --referer -t --tries -T --timeout -f"
     )
     if prog == "curl":
         with_value = with_value - {"-O", "-P", "-f", "-t"}
     pos = _positional(args, with_value)
     urls = [p for p in pos if is_url(p) or (prog != "curl" and "." in p and "/" in p)]
     acc.io.urls += [u for u in urls if is_url(u)]
-    flags = dict(
-        _flag_values(
-            args, frozenset(["-o", "--output", "-O", "--output-document", "-P", "--directory-prefix"])
-        )
-    )
+    flags = dict(_flag_values(args, words("-o --output -O --output-document -P --directory-prefix")))
     if prog == "curl":
         out = flags.get("-o") or flags.get("--output")
         if out:
@@ -487,7 +354,7 @@ def _archive(acc: _Acc, prog: str, args: list[str]) -> None:
 
 def _converter(acc: _Acc, prog: str, args: list[str]) -> None:
     if prog == "pdftoppm":
-        pos = _positional(args, frozenset(["-f", "-l", "-r", "-x", "-y", "-W", "-H", "-scale-to"]))
+        pos = _positional(args, words("-f -l -r -x -y -W -H -scale-to"))
         ext = "png" if "-png" in args else "jpg" if "-jpeg" in args else "tif" if "-tiff" in args else "ppm"
         acc.consume_words(pos[:1])
         if len(pos) >= 2:
@@ -503,24 +370,7 @@ def _converter(acc: _Acc, prog: str, args: list[str]) -> None:
         return
     pos = _positional(
         args,
-        frozenset(
-            [
-                "-resize",
-                "-crop",
-                "-density",
-                "-quality",
-                "-rotate",
-                "-threshold",
-                "-depth",
-                "-type",
-                "-colorspace",
-                "-r",
-                "-b",
-                "-c",
-                "-t",
-                "-e",
-            ]
-        ),
+        words("-resize -crop -density -quality -rotate -threshold -depth -type -colorspace -r -b -c -t -e"),
     )
     if len(pos) >= 2:
         acc.consume_words(pos[:-1])
@@ -606,7 +456,7 @@ def _one(acc: _Acc, prog: str, args: list[str], sc: SimpleCommand) -> None:
     elif prog in ("curl", "wget", "yt-dlp", "aria2c"):
         _download(acc, prog, args)
     elif prog == "git" and args[:1] == ["clone"]:
-        pos = _positional(args[1:], frozenset(["-b", "--branch", "--depth", "-o", "--origin", "-c"]))
+        pos = _positional(args[1:], words("-b --branch --depth -o --origin -c"))
         acc.io.urls += [p for p in pos[:1] if is_url(p)]
         if pos:
             acc.produce_dir(pos[1] if len(pos) > 1 else basename(pos[0]).removesuffix(".git"), "clone")
@@ -664,7 +514,7 @@ def patch_targets(patch: str) -> list[tuple[str, str]]:
     return out
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=8192)
 def shell_io(command: str, cwd: str | None = None) -> ShellIO:
     """Reads and writes of a command line run in `cwd` (None when unknown). Results are cached: do not mutate."""
     acc = _Acc(cwd)

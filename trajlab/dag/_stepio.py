@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from ._shellio import ShellIO, patch_targets, shell_io
-from ._tokens import code_io, is_pathlike, is_url, norm_path, scan
+from ._tokens import code_io, is_pathlike, is_url, norm_path, scan, words
 
 PATH_KEYS = (
     "file_path",
@@ -23,75 +23,14 @@ PATH_KEYS = (
 )
 URL_KEYS = ("url", "uri", "href", "link")
 # Argument keys that steer a tool rather than carry data: their values never count as typed-in values.
-CONTROL_KEYS = frozenset(
-    [
-        "yield_time_ms",
-        "max_output_tokens",
-        "timeout",
-        "timeout_ms",
-        "limit",
-        "offset",
-        "replace_all",
-        "session_id",
-        "workdir",
-        "description",
-        "run_in_background",
-        "output_mode",
-        "head_limit",
-        "-n",
-        "-A",
-        "-B",
-        "-C",
-        "-i",
-        "type",
-        "glob",
-        "subagent_type",
-        "model",
-        "justification",
-        "sandbox_permissions",
-        "with_escalated_permissions",
-        "shell",
-        "login",
-        "tty",
-        "max_tokens",
-    ]
+CONTROL_KEYS = words(
+    "yield_time_ms max_output_tokens timeout timeout_ms limit offset replace_all session_id workdir description run_in_background output_mode head_limit -n -A -B -C -i type glob subagent_type model justification sandbox_permissions with_escalated_permissions shell login tty max_tokens"
 )
-SETUP_TOOLS = frozenset(
-    [
-        "pip",
-        "apt",
-        "npm",
-        "yarn",
-        "pnpm",
-        "conda",
-        "brew",
-        "cargo",
-        "gem",
-        "uv",
-        "apk",
-        "dnf",
-        "yum",
-        "poetry",
-    ]
-)
-BOOKKEEPING_TOOLS = frozenset(
-    ["todo", "think", "todowrite", "update_plan", "exitplanmode", "askuserquestion", "enterplanmode"]
-)
+SETUP_TOOLS = words("pip apt npm yarn pnpm conda brew cargo gem uv apk dnf yum poetry")
+BOOKKEEPING_TOOLS = words("todo think todowrite update_plan exitplanmode askuserquestion enterplanmode")
 LISTING_TOOLS = frozenset(["glob", "ls", "find", "grep"])
-ACI_COMMANDS = frozenset(
-    [
-        "open",
-        "create",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "edit",
-        "insert",
-        "append",
-        "find_file",
-        "search_file",
-        "search_dir",
-    ]
+ACI_COMMANDS = words(
+    "open create goto scroll_up scroll_down edit insert append find_file search_file search_dir"
 )
 """SWE-agent 0.x tools whose single `command` argument is the whole command line."""
 

@@ -150,7 +150,10 @@ def _grouped(
     cols = [c for c in STEP_COLUMNS]
     ds = lab.dataset("steps")
     flt = pc.field("trajectory_id").isin(pa.array(sorted(todo), type=pa.string()))
-    for batch in ds.to_batches(columns=cols, filter=flt, batch_size=batch_size):
+    # little read-ahead: decoded batches of long outputs are large, and memory must not grow with the lab
+    for batch in ds.to_batches(
+        columns=cols, filter=flt, batch_size=batch_size, batch_readahead=2, fragment_readahead=1
+    ):
         for row in batch.to_pylist():
             tid = row["trajectory_id"]
             rows = open_.get(tid)

@@ -41,6 +41,11 @@ _SKIP_PATHS = frozenset(["/", ".", "..", "./", "../", "/dev/null", "/dev/stdout"
 _GLOB_CHARS = frozenset("*?[")
 
 
+def words(text: str) -> frozenset[str]:
+    """A set of names written as one space-separated string (keeps long rule tables compact)."""
+    return frozenset(text.split())
+
+
 def clip(text: str) -> str:
     """The part of a long text the rules look at (head and tail)."""
     if len(text) <= SCAN_HEAD + SCAN_TAIL:
@@ -115,7 +120,7 @@ def _is_fraction(tok: str) -> bool:
     return "/" in tok and "." not in tok and all(p.isdigit() or (p and p.isupper()) for p in tok.split("/"))
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=8192)
 def values_of(text: str) -> tuple[str, ...]:
     return tuple(scan(text)[2])
 
@@ -123,7 +128,7 @@ def values_of(text: str) -> tuple[str, ...]:
 _PIECE_RE = re.compile(r"(?<![\w.])\d(?![\w.])")
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=8192)
 def pieces_of(text: str) -> tuple[str, ...]:
     """Single digits standing alone in a command, matched only against printed one-line results."""
     return tuple(dict.fromkeys(_PIECE_RE.findall(text)))

@@ -1,0 +1,91 @@
+"""Node-level rules: labels, statuses, modality refinement, and the constants the edge rules share."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ._stepio import StepIO
+from ._tokens import DOC_EXT, ext_of, words
+
+PARALLEL_GAP_S = 1.0
+"""Calls of one agent this close together (and with nothing between them) were issued in one response."""
+UBIQUITY = 8
+"""A value printed by more steps than this is too common to count as a data dependency."""
+LAST_LINE_MAX = 24
+"""An output whose last line is this short printed a result (`515`, `3`): typing it later is a data use."""
+VALUE_TEXT_MAX = 2_000
+"""Characters of a command or argument text searched for typed-in values."""
+NO_RESULT_TOOLS = frozenset(["web_search"])
+FINISH_TOOLS = words(
+    "submit finish mark_task_complete task_complete attempt_completion complete_task final_answer"
+)
+"""Tools that end a run by handing in the result: the last call to one is the answer step."""
+"""Tools whose results runners do not log: a missing result is not an anomaly."""
+BENIGN_EXIT_1 = frozenset(["grep", "diff", "cmp", "test", "["])
+"""Programs whose exit code 1 means "no match" / "differs", not failure."""
+DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
+_CTRL = {c: " " for c in [*range(0, 32), 127]}
+
+
+def clean_label(text: str | None, width: int = 80) -> str | None:
+    """First non-empty line of a text, control characters removed, cut to `width`."""
+    if not text:
+        return None
+    head = text[: width * 4].lstrip()
+    if not head and len(text) > width * 4:
+        head = text.lstrip()[: width * 4]
+    cut = head.find("\n")
+    line = (head if cut < 0 else head[:cut]).strip().translate(_CTRL)
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def ts(v: Any) -> float | None:
+    if isinstance(v, datetime):
+        return v.timestamp()
+    if isinstance(v, (int, float)):
+        return float(v)
+    return None
+
+
+def node_status(step: dict[str, Any]) -> str:
+    """ok, error, timeout or no-output (see docs/dag.md, "Node status")."""
+    kind = step.get("kind")
+    out = step.get("output")
+    err = bool(step.get("is_error"))
+    code = step.get("exit_code")
+    if kind in ("tool_call", "tool_result"):
+        if step.get("timed_out") or code == 124 or (err and "timed out" in (out or "")[:300].lower()):
+            return "timeout"
+        progs = step.get("programs") or ()
+        if (
+            code == 1
+            and ((step.get("tool") or "") in BENIGN_EXIT_1 or (progs and progs[-1] in BENIGN_EXIT_1))
+            and not step.get("stderr")
+        ):
+            return "ok" if out and out.strip() else "no-output"
+        if err or (code is not None and code != 0):
+            return "error"
+        if out is None or not out.strip():
+            return "ok" if code == 0 else "no-output"
+        return "ok"
+    if err:
+        return "error"
+    if kind == "compaction" and not (step.get("text") or "").strip():
+        return "no-output"
+    return "ok"
+
+
+def name_of(s: dict[str, Any]) -> str:
+    return (s.get("tool_name") or "\0").lower()
+
+
+def modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
+    m = s.get("modality") or "compute"
+    if m in ("file", "compute"):
+        if tool in DOC_PROGRAMS or any(p in DOC_PROGRAMS for p in s.get("programs") or ()):
+            return "document"
+        for p in [*io.consumed, *(x for x, _ in io.produced)]:
+            if ext_of(p) in DOC_EXT:
+                return "document"
+    return m

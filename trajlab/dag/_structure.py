@@ -1,0 +1,280 @@
+"""Structure of a trajectory before and after its data edges: input checks, agents and parallel
+batches, sequence / spawn / return / summary edges, poll chains, retries, and the answer step."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from datetime import datetime, timedelta
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING, Any
+
+from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, ts
+from ._stepio import StepIO
+from ._tokens import same_file
+
+if TYPE_CHECKING:
+    from ._build import _Builder
+
+_SECOND = timedelta(seconds=1)
+
+
+def prepare(b: _Builder, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    idx = [s.get("step_index") for s in steps]
+    good = [s for s in steps if isinstance(s.get("step_index"), int)]
+    if len(good) < len(steps):
+        b.anomalies.append(f"{len(steps) - len(good)} steps without a step_index dropped")
+    if any(x > y for x, y in itertools.pairwise(idx) if isinstance(x, int) and isinstance(y, int)):
+        b.anomalies.append("steps out of order in the input: sorted by step_index")
+        good.sort(key=lambda s: s["step_index"])
+    out: list[dict[str, Any]] = []
+    dups: list[int] = []
+    for s in good:
+        if out and out[-1]["step_index"] == s["step_index"]:
+            dups.append(s["step_index"])
+            continue
+        out.append(s)
+    if dups:
+        b.anomalies.append(f"duplicate step_index {', '.join(map(str, dups[:5]))}: later copies dropped")
+    if out:
+        missing = out[-1]["step_index"] + 1 - len(out)
+        if missing:
+            b.anomalies.append(f"step_index gaps: {missing} indexes missing")
+    back = [s["step_index"] for p, s in itertools.pairwise(out) if _backwards(p, s)]
+    if back:
+        b.anomalies.append(f"timestamps go backwards at {len(back)} steps (first at step {back[0]})")
+    return out
+
+
+def structure(b: _Builder) -> None:
+    """Agents, their spawning steps and parallel batches (before any edge is drawn)."""
+    b.agent_steps: dict[str, list[int]] = defaultdict(list)
+    b.depth: dict[str, int] = {}
+    b.parent: dict[str, int | None] = {}
+    usage: dict[str, bool] = defaultdict(bool)
+    calls: dict[str, list[int]] = defaultdict(list)
+    for s in b.steps:
+        a = s.get("agent_id") or "main"
+        i = s["step_index"]
+        b.agent_steps[a].append(i)
+        if a not in b.depth:
+            b.depth[a] = int(s.get("depth") or 0)
+            b.parent[a] = s.get("parent_step_index")
+        if s.get("input_tokens") is not None:
+            usage[a] = True
+        if s.get("kind") == "tool_call" and s.get("call_id"):
+            calls[s["call_id"]].append(i)
+    b.root = min(b.agent_steps, key=lambda a: (b.depth[a], b.agent_steps[a][0])) if b.agent_steps else "main"
+    for cid, idxs in calls.items():
+        if len(idxs) > 1:
+            b.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
+    b.call_node = {cid: idxs[0] for cid, idxs in calls.items()}
+    b.children: dict[int, list[str]] = defaultdict(list)
+    for a, p in b.parent.items():
+        if p is not None and a != b.root:
+            b.children[p].append(a)
+    for a, idxs in b.agent_steps.items():
+        prev: dict[str, Any] | None = None
+        for i in idxs:
+            s = b.by_idx[i]
+            if prev is not None and s.get("kind") == "tool_call" and _same_response(prev, s, usage[a]):
+                first = b.batch.get(prev["step_index"], prev["step_index"])
+                b.batch[prev["step_index"]] = first
+                b.batch[i] = first
+            prev = s
+
+
+def poll_chains(b: _Builder) -> None:
+    """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
+    b.chain_end: dict[int, int] = {}  # command (and each poll) -> its last poll
+    b.origin_of: dict[int, int] = {}  # poll -> the command it polls
+    for origin in b.polled:
+        if origin in b.origin_of:
+            continue
+        chain = [origin]
+        while chain[-1] in b.polled and len(chain) < 10_000:
+            chain.append(b.polled[chain[-1]])
+        for i in chain:
+            b.chain_end[i] = chain[-1]
+        for i in chain[1:]:
+            b.origin_of[i] = origin
+        for i in chain[:-1]:
+            if b.nodes[i]["status"] == "error" and b.nodes[chain[-1]]["status"] in (
+                "error",
+                "timeout",
+            ):
+                b.nodes[i]["status"] = "ok"
+
+
+def sequence_edges(b: _Builder) -> None:
+    for idxs in b.agent_steps.values():
+        units: list[list[int]] = []
+        for i in idxs:
+            batch = b.batch.get(i)
+            if batch is not None and units and b.batch.get(units[-1][0]) == batch:
+                units[-1].append(i)
+            else:
+                units.append([i])
+        for u, v in itertools.pairwise(units):
+            rule = (
+                "next"
+                if len(u) == 1 and len(v) == 1
+                else "fan-out"
+                if len(u) == 1
+                else "fan-in"
+                if len(v) == 1
+                else "batch"
+            )
+            for x in u:
+                for y in v:
+                    b.edge(x, y, "sequence", None, rule)
+
+
+def agent_edges(b: _Builder) -> None:
+    for a, idxs in b.agent_steps.items():
+        if a == b.root:
+            continue
+        first, last = idxs[0], idxs[-1]
+        parent = b.parent.get(a)
+        summarizer = False
+        if parent is not None and parent in b.nodes and parent < first:
+            summarizer = b.nodes[parent]["kind"] == "compaction"
+            b.edge(parent, first, "spawn", f"agent:{a}", "compaction-agent" if summarizer else "subagent")
+            pagent = b.nodes[parent]["agent_id"]
+        elif (
+            parent is not None
+            and parent in b.nodes
+            and parent > last
+            and b.nodes[parent]["kind"] == "compaction"
+        ):
+            pagent = b.nodes[parent]["agent_id"]
+            before = [j for j in b.agent_steps[pagent] if j < first]
+            if before:
+                b.edge(before[-1], first, "spawn", f"agent:{a}", "compaction-agent")
+            b.edge(last, parent, "summary", f"agent:{a}", "compaction-agent")
+            continue
+        else:
+            if parent is not None:
+                b.anomalies.append(f"sub-agent {a}: spawning step {parent} not found")
+            else:
+                b.anomalies.append(f"sub-agent {a} has no spawning step")
+            cand = [j for j in range(first - 1, -1, -1) if j in b.nodes and b.nodes[j]["depth"] < b.depth[a]]
+            spawn = next((j for j in cand if b.nodes[j]["tool"] == "subagent"), cand[0] if cand else None)
+            if spawn is None:
+                continue
+            b.parent[a] = spawn
+            b.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
+            pagent = b.nodes[spawn]["agent_id"]
+        after = next((j for j in b.agent_steps.get(pagent, []) if j > last), None)
+        if after is not None and summarizer:  # a summarization agent's report is what the run continues from
+            b.edge(last, after, "summary", f"agent:{a}", "compaction-agent")
+        elif after is not None:
+            b.edge(last, after, "return", f"agent:{a}", "subagent-result")
+        s = b.by_idx[last]
+        if b.nodes[last]["kind"] == "text" and s.get("text"):
+            b.consume(last, StepIO(value_text=s["text"]), value_rule="agent-result-value")
+
+
+def compaction_checks(b: _Builder) -> None:
+    for i, n in b.nodes.items():
+        if n["kind"] != "compaction":
+            continue
+        tc = ts(b.by_idx[i].get("timestamp"))
+        agent = n["agent_id"]
+        later = [j for j in b.agent_steps[agent] if j > i]
+        if tc is not None:
+            early = [j for j in later if (t := ts(b.by_idx[j].get("timestamp"))) is not None and t < tc - 1.0]
+            if early:
+                b.anomalies.append(
+                    f"compaction at step {i} rewrites history: {len(early)} later steps are dated before it"
+                )
+        before = {
+            (b.by_idx[j].get("text") or "").strip()
+            for j in b.agent_steps[agent]
+            if j < i and b.nodes[j]["kind"] == "input"
+        }
+        replayed = [
+            j
+            for j in later
+            if b.nodes[j]["kind"] == "input"
+            and len(t := (b.by_idx[j].get("text") or "").strip()) > 20
+            and t in before
+        ]
+        if replayed:
+            b.anomalies.append(
+                f"compaction at step {i} replays {len(replayed)} earlier messages (first at step {replayed[0]})"
+            )
+
+
+def find_retries(b: _Builder) -> dict[int, int]:
+    """Failed action -> the later action that retried it (same tool and command, or same input)."""
+    out: dict[int, int] = {}
+    for idxs in b.agent_steps.values():
+        actions = [i for i in idxs if b.nodes[i]["kind"] == "action"]
+        for k, a in enumerate(actions):
+            na = b.nodes[a]
+            if na["status"] not in ("error", "timeout"):
+                continue
+            la = b.origin_of.get(a, a)  # a failed poll stands for the command it polled
+            sa = b.by_idx[la]
+            ka = b.nodes[la]["tool"]
+            ca = (sa.get("command") or sa.get("arguments") or "")[:300]
+            pa = b.io[la].primary
+            for c in actions[k + 1 : k + 11]:
+                nb = b.nodes[c]
+                if nb["tool"] in ("poll", "write_stdin") or not b.ok_src(a, c):
+                    continue
+                pb = b.io[c].primary
+                same_input = pa is not None and pb is not None and same_file(pa, pb)
+                rule = None
+                if nb["tool"] == ka and ka is not None:
+                    cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
+                    if same_input or ca == cb or SequenceMatcher(None, ca, cb).ratio() >= 0.5:
+                        rule = "retry-same-tool"
+                elif same_input and nb["modality"] == b.nodes[la]["modality"]:
+                    rule = "retry-same-input"
+                if rule:
+                    b.edge(a, c, "retry", pa, rule)
+                    out[a] = c
+                    break
+    return out
+
+
+def answer_node(b: _Builder) -> int | None:
+    """The final answer: the root agent's last message (or the final answer's message), or a later submit."""
+    root = b.agent_steps.get(b.root, [])
+    final = (b.t.get("final_answer") or "").strip()
+    texts = [i for i in root if b.nodes[i]["kind"] == "text" and (b.by_idx[i].get("text") or "").strip()]
+    submits = [i for i in root if b.nodes[i]["kind"] == "action" and b.nodes[i]["tool"] in FINISH_TOOLS]
+    answer = None
+    if final:
+        head = final[:200]
+        answer = next((i for i in reversed(texts) if head in (b.by_idx[i].get("text") or "")), None)
+    if answer is None and texts:
+        answer = texts[-1]
+    if submits and (answer is None or submits[-1] > answer):
+        return submits[-1]
+    actions = [i for i in root if b.nodes[i]["kind"] == "action"]
+    if answer is not None and actions and actions[-1] > answer:
+        return None  # the run went on acting after its last message: it never answered
+    return answer
+
+
+def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool:
+    """Was call `s` issued in the same model response as the call `prev` right before it?"""
+    if prev.get("kind") != "tool_call":
+        return False
+    if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF)
+        return s.get("input_tokens") is None
+    a, b = ts(prev.get("timestamp")), ts(s.get("timestamp"))
+    return a is not None and b is not None and 0 <= b - a < PARALLEL_GAP_S
+
+
+def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
+    a, b = p.get("timestamp"), s.get("timestamp")
+    if a is None or b is None or p.get("agent_id") != s.get("agent_id"):
+        return False
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return b < a - _SECOND
+    x, y = ts(a), ts(b)
+    return x is not None and y is not None and y < x - 1.0
