@@ -130,3 +130,35 @@ def test_cli_iterate_and_bad_inputs(tmp_path: Path) -> None:
     assert res.chosen_version == 1
     with pytest.raises(ConfigError, match="other settings"):
         iterate(tmp_path / "w", ["image-01"], CMD, rounds=1, progress=False)
+
+
+@pytest.mark.slow
+def test_resume_after_interruption_mid_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trajlab.distill._iterate import Iteration
+
+    work = tmp_path / "work"
+    cal = ["video-01", "video-02", "audio-01", "crash-01", "audio-02", "video-03"]
+    real = Iteration._run_task
+    n = {"calls": 0}
+
+    def flaky(self, rdir, skills_dir, task, split):  # the 5th task is interrupted (Ctrl-C)
+        n["calls"] += 1
+        if n["calls"] == 5:
+            raise KeyboardInterrupt
+        return real(self, rdir, skills_dir, task, split)
+
+    monkeypatch.setattr(Iteration, "_run_task", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        iterate(work, cal, CMD, rounds=0, progress=False)
+    assert calls(work) == 4
+    monkeypatch.setattr(Iteration, "_run_task", real)
+    res = iterate(work, cal, CMD, rounds=0, progress=False)
+    assert calls(work) == 6  # only the two unfinished tasks ran again
+    assert res.rounds[0].calibration == {
+        "video-01": "correct",
+        "video-02": "wrong",
+        "audio-01": "correct",
+        "crash-01": "infra",
+        "audio-02": "wrong",
+        "video-03": "wrong",
+    }

@@ -45,6 +45,7 @@ from ._writer import editor_prompt_hash, llm_edit_ops
 
 ITERATE_PARAMS = MineParams(min_support=2, max_p=0.2, min_scope_runs=4, min_lift=1.1, group_by=None)
 STATE = "state.json"
+DONE = ".trajlab-done"  # marks a task output that is complete (hidden: ingest skips dot files)
 
 
 def read_tasks(path: str | Path) -> list[str]:
@@ -247,6 +248,8 @@ class Iteration:
     def _run_task(self, rdir: Path, skills_dir: Path, task: str, split: str) -> TaskResult | None:
         """Run the runner for one task; a TaskResult for infrastructure failures, None when output exists."""
         out = rdir / split / task
+        if (out / DONE).exists():
+            return None  # finished before an interruption: not run again, just ingested
         if out.exists():
             shutil.rmtree(out)  # a half-written output of an interrupted run
         out.mkdir(parents=True)
@@ -273,6 +276,7 @@ class Iteration:
             return TaskResult(task, split, "infra", f"runner exited {p.returncode}: {excerpt(tail[0], 160)}")
         if not any(f.is_file() for f in out.rglob("*")):
             return TaskResult(task, split, "infra", "runner wrote no output")
+        (out / DONE).write_text("", encoding="utf-8")
         return None
 
     def _grade(self, lab: Lab, rdir: Path, task: str, split: str) -> TaskResult:
