@@ -9,12 +9,16 @@ What is timed (medians over --repeat runs; every run is a fresh process, so its 
 - read-arrow : scan the steps table's DAG columns with pyarrow (C++ only, no Python objects)
 - read-rows  : the same scan turned into Python row dicts, batch by batch (what any Python consumer that
                looks at steps one by one pays; `build_lab` starts from exactly these rows)
-- build      : `trajlab.dag.build_lab(lab, rebuild=True)`: stream the steps, build every DAG, write
-               dag_nodes / dag_edges / dag_metrics and commit (one transaction)
+- build-1    : `trajlab.dag.build_lab(lab, rebuild=True, workers=1)`: stream the steps, build every DAG
+               in this process, write dag_nodes / dag_edges / dag_metrics and commit (one transaction)
+- build      : the same with the default worker processes (CPU count, up to 4); the parent streams and
+               writes, workers build
 
-It prints steps/s, the ratios build/read-rows (the goal: within 3x) and build/read-arrow, and peak RSS. To
-show memory is bounded by the largest trajectory rather than the lab, `build` is also run on a lab with a
-quarter of the steps (same trajectory-length distribution): its peak RSS should be about the same.
+The reads use the same scan as `build_lab` (16,384-row batches, read-ahead of 2 batches). It prints
+steps/s, the ratios to read-rows (the goal: within 3x) and to read-arrow, and peak RSS (the process, and
+the largest worker). To show memory is bounded by the largest trajectory rather than the lab, `build-1`
+is also run on a lab with a quarter of the steps (same trajectory-length distribution): its peak RSS
+should be about the same.
 
 The synthesized steps follow the shape of real runs (see ../shared/corpus and bench/synth_rollouts.py):
 half omni-modal runs (ffprobe / ffmpeg frames / whisper / tesseract / python pipelines over per-run media
@@ -41,13 +45,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path("/tmp/trajlab-bench-dag")
-WORDS = (
+_TEXT = (
     "the a to of and in is for on with that this it as be are from by at or not if we can def return import "
     "class self None True False file path config value error warning test assert module build run output "
     "input data json frame audio video image transcript src lib tests docs main index util parse render "
     "schema table column row query select where ok failed passed skipped done duration stream codec "
     "sample rate channels bitrate width height fps thousand dollars item quarter total"
-).split()
+)
+WORDS = _TEXT.split()
 OMNI = [
     "ffprobe -v error -print_format json -show_format -show_streams {media}",
     "mkdir -p frames_{r} && ffmpeg -hide_banner -i {media} -vf fps=1/2 frames_{r}/%04d.png",
@@ -100,7 +105,13 @@ class Synth:
         tid = f"t_{k:014d}"
         omni = rng.random() < 0.5
         domain = rng.choice(["audio", "video", "image", "mixed"]) if omni else "swe"
-        media = f"clip_{k}.mp4" if domain in ("video", "mixed") else f"ep_{k}.mp3" if domain == "audio" else f"img_{k}.png"
+        media = (
+            f"clip_{k}.mp4"
+            if domain in ("video", "mixed")
+            else f"ep_{k}.mp3"
+            if domain == "audio"
+            else f"img_{k}.png"
+        )
         t = self.now + timedelta(minutes=k)
         steps: list[dict[str, Any]] = []
         numbers = [rng.randint(12, 480) for _ in range(3)]
@@ -142,7 +153,11 @@ class Synth:
                             output=self.text(1500), exit_code=0, call_id=f"s{k}_{j}", **row)  # fmt: skip
             if len(steps) >= comp_at >= 0:
                 comp_at = -1
-                add("compaction", role="system", text=f"Summary: worked on src/{mods[1]}/{files[1]}.py. " + self.text(1500))
+                add(
+                    "compaction",
+                    role="system",
+                    text=f"Summary: worked on src/{mods[1]}/{files[1]}.py. " + self.text(1500),
+                )
             n_calls = 1 if rng.random() < 0.7 else rng.randint(2, 3)
             tokens = rng.randint(2000, 90000)
             for c in range(n_calls):
@@ -152,12 +167,25 @@ class Synth:
                 tmpl = last_cmd if retry else None
                 if rng.random() < 0.12 and not tmpl:
                     name = rng.choice(RUNNER_TOOLS)
-                    path = f"src/{rng.choice(mods)}/{rng.choice(files)}.py" if name != "view_image" else f"frames_{k}/0001.png"
-                    args: dict[str, Any] = {"file_path": path, "path": path, "query": rng.choice(WORDS), "pattern": rng.choice(WORDS)}
+                    path = (
+                        f"src/{rng.choice(mods)}/{rng.choice(files)}.py"
+                        if name != "view_image"
+                        else f"frames_{k}/0001.png"
+                    )
+                    args: dict[str, Any] = {
+                        "file_path": path,
+                        "path": path,
+                        "query": rng.choice(WORDS),
+                        "pattern": rng.choice(WORDS),
+                    }
                     if name == "Edit":
-                        args.update(old_string=rng.choice(self.pool)[:40], new_string=rng.choice(self.pool)[:40])
+                        args.update(
+                            old_string=rng.choice(self.pool)[:40], new_string=rng.choice(self.pool)[:40]
+                        )
                     if name == "apply_patch":
-                        args = {"input": f"*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch"}
+                        args = {
+                            "input": f"*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch"
+                        }
                     info = normalize_call(name, args)
                     out = self.text(1200, extra=f"{path}\n{numbers[0]}")
                     cmd, code = None, 0
@@ -231,24 +259,38 @@ def _child(mode: str, lab_path: str) -> None:
     lab = Lab.open(lab_path)
     t0 = time.perf_counter()
     n = 0
+    scan = {
+        "columns": list(STEP_COLUMNS),
+        "batch_size": 16_384,
+        "batch_readahead": 2,
+        "fragment_readahead": 1,
+    }
     if mode == "read-arrow":
-        for batch in lab.dataset("steps").to_batches(columns=list(STEP_COLUMNS), batch_size=16_384):
+        for batch in lab.dataset("steps").to_batches(**scan):
             n += batch.num_rows
     elif mode == "read-rows":
-        for batch in lab.dataset("steps").to_batches(columns=list(STEP_COLUMNS), batch_size=16_384):
+        for batch in lab.dataset("steps").to_batches(**scan):
             n += len(batch.to_pylist())
     else:
-        rep = build_lab(lab, rebuild=True, progress=False)
+        rep = build_lab(lab, rebuild=True, progress=False, workers=1 if mode == "build-1" else None)
         n = rep.steps
         assert not rep.failed, rep.failed[:3]
     seconds = time.perf_counter() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"mode": mode, "seconds": seconds, "steps": n, "rss_mb": rss_mb}))
+    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {"mode": mode, "seconds": seconds, "steps": n, "rss_mb": rss_mb, "worker_rss_mb": workers_mb}
+        )
+    )
 
 
 def _run(mode: str, lab: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--lab", str(lab)], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--child", mode, "--lab", str(lab)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -277,24 +319,30 @@ def main() -> None:
     print(f"lab {big}: {info.rows('steps'):,} steps in {n_traj:,} trajectories "
           f"({sum(f.stat().st_size for f in info.files('steps')) / 1e6:,.0f} MB of steps parquet); "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    results: dict[str, list[dict[str, Any]]] = {"read-arrow": [], "read-rows": [], "build": []}
+    results: dict[str, list[dict[str, Any]]] = {"read-arrow": [], "read-rows": [], "build-1": [], "build": []}
     for r in range(a.repeat):  # interleaved so slow periods of a shared machine hit every mode alike
         for mode in results:
             res = _run(mode, big)
             results[mode].append(res)
-            print(f"  run {r + 1} {mode:<10} {res['seconds']:7.2f}s  peak RSS {res['rss_mb']:7.0f} MB", flush=True)
+            print(
+                f"  run {r + 1} {mode:<10} {res['seconds']:7.2f}s  peak RSS {res['rss_mb']:6.0f} MB"
+                f" (largest worker {res['worker_rss_mb']:.0f} MB)",
+                flush=True,
+            )
     med = {m: statistics.median(x["seconds"] for x in v) for m, v in results.items()}
     rss = {m: max(x["rss_mb"] for x in v) for m, v in results.items()}
+    wrss = {m: max(x["worker_rss_mb"] for x in v) for m, v in results.items()}
     steps = results["build"][0]["steps"]
-    small_build = _run("build", small)
+    small_build = _run("build-1", small)
     print()
-    print(f"{'mode':<12}{'median s':>10}{'steps/s':>14}{'peak RSS MB':>14}")
+    print(f"{'mode':<12}{'median s':>10}{'steps/s':>14}{'peak RSS MB':>14}{'worker MB':>12}")
     for m in results:
-        print(f"{m:<12}{med[m]:>10.2f}{steps / med[m]:>14,.0f}{rss[m]:>14.0f}")
-    print(f"build / read-rows  = {med['build'] / med['read-rows']:.2f}x  (goal: within 3x)")
-    print(f"build / read-arrow = {med['build'] / med['read-arrow']:.2f}x")
+        print(f"{m:<12}{med[m]:>10.2f}{steps / med[m]:>14,.0f}{rss[m]:>14.0f}{wrss[m]:>12.0f}")
+    for m in ("build-1", "build"):
+        print(f"{m} / read-rows  = {med[m] / med['read-rows']:.2f}x  (goal: within 3x)")
+        print(f"{m} / read-arrow = {med[m] / med['read-arrow']:.2f}x")
     print(
-        f"peak RSS of build: {rss['build']:.0f} MB on {steps:,} steps vs {small_build['rss_mb']:.0f} MB on "
+        f"peak RSS of build-1: {rss['build-1']:.0f} MB on {steps:,} steps vs {small_build['rss_mb']:.0f} MB on "
         f"{small_build['steps']:,} steps (a quarter of the lab)"
     )
 
