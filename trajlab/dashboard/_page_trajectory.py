@@ -1,0 +1,570 @@
+"""The trajectory page: header, step DAG (or timeline), step inspector, and the labels panel."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import dash_cytoscape as cyto
+from dash import Input, Output, Patch, State, dash_table, dcc, html, no_update
+from dash import ctx as dash_ctx
+from dash.exceptions import PreventUpdate
+
+from ..dag import StepDag, load_dag
+from ..errors import LabError
+from ._components import TABLE_STYLE, kv, message, pre
+from ._graph import AUTO_COLLAPSE_NODES, DEFAULT_MIN_RUN, EDGE_COLORS, Highlights, build_view, stylesheet
+from ._labels import labels_layout
+from ._review import judge_under_review, trajectory_labels
+from ._text import clean_line, fmt_seconds, pretty_json
+
+if TYPE_CHECKING:
+    from ._app import DashContext
+
+TIMELINE_PAGE = 50
+
+
+@dataclass
+class TrajectoryData:
+    row: dict[str, Any]
+    dag: StepDag
+    steps: dict[int, dict[str, Any]]
+
+
+class TrajectoryCache:
+    """The few trajectories being looked at, per lab generation (steps with outputs can be big)."""
+
+    def __init__(self, size: int = 6):
+        self.size = size
+        self._d: OrderedDict[tuple[int, str], TrajectoryData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, ctx: DashContext, tid: str) -> TrajectoryData:
+        snap = ctx.source.snapshot()
+        key = (snap.generation, tid)
+        with self._lock:
+            if key in self._d:
+                self._d.move_to_end(key)
+                return self._d[key]
+        lab = ctx.source.lab
+        rows = snap.cursor().execute("SELECT * FROM trajectories WHERE trajectory_id = ?", [tid])
+        names = [d[0] for d in rows.description]
+        found = rows.fetchall()
+        if not found:
+            raise LabError(f"no trajectory {tid!r} in this lab")
+        row = dict(zip(names, found[0]))
+        dag = load_dag(lab, tid)
+        steps = {r["step_index"]: r for r in lab.read_trajectory_steps(tid).to_pylist()}
+        data = TrajectoryData(row, dag, steps)
+        with self._lock:
+            self._d[key] = data
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+        return data
+
+
+# -- layout -----------------------------------------------------------------------------------------
+
+
+def _header(ctx: DashContext, d: TrajectoryData) -> html.Div:
+    r = d.row
+    s = ctx.secrets
+    chips = [
+        html.Span(r["outcome"], className=f"chip outcome-{r['outcome']}"),
+        *[
+            html.Span(clean_line(f"{k}: {r[k]}", 60, s), className="chip")
+            for k in ("runner", "model", "harness", "benchmark", "domain", "difficulty", "condition", "split")
+            if r.get(k) is not None
+        ],
+        html.Span(
+            f"{r['n_steps']} steps · {r['n_tool_calls']} tool calls · {r['n_errors']} errors",
+            className="chip",
+        ),
+    ]
+    if r.get("total_tokens") is not None:
+        chips.append(html.Span(f"{r['total_tokens']:,} tokens", className="chip"))
+    if r.get("duration_s") is not None:
+        chips.append(html.Span(fmt_seconds(r["duration_s"]), className="chip"))
+    blocks = [
+        html.Div([html.H4("Task"), pre(r.get("task") or "(no task recorded)", "block task", secrets=s)])
+    ]
+    answers = [
+        ("Final answer", r.get("final_answer")),
+        ("Expected answer", r.get("expected_answer")),
+        ("Runner error", r.get("error")),
+    ]
+    blocks += [html.Div([html.H4(k), pre(v, "block short", secrets=s)]) for k, v in answers if v]
+    return html.Div(
+        [
+            html.Div(
+                [
+                    dcc.Link("← runs", href="/", className="back"),
+                    html.H2(["Trajectory ", html.Code(r["trajectory_id"], id="traj-title-id")]),
+                ],
+                className="title-row",
+            ),
+            html.Div(chips, className="chips"),
+            html.Div(blocks, className="task-blocks"),
+        ],
+        className="traj-header",
+    )
+
+
+def _legend() -> html.Div:
+    from ..figures import MODALITY_COLORS, STATUS_COLORS
+
+    def swatch(color: str, border: str = "#404040", shape: str = "box") -> html.Span:
+        return html.Span(className=f"swatch {shape}", style={"background": color, "borderColor": border})
+
+    return html.Div(
+        [
+            html.Span("fill = modality:", className="legend-title"),
+            *[html.Span([swatch(c), m], className="legend-item") for m, c in MODALITY_COLORS.items()],
+            html.Span("outline = status:", className="legend-title"),
+            *[html.Span([swatch("#fff", c), s], className="legend-item") for s, c in STATUS_COLORS.items()],
+            html.Span("edges:", className="legend-title"),
+            *[
+                html.Span(
+                    [html.Span(className="edge-swatch", style={"background": c}), t], className="legend-item"
+                )
+                for t, c in EDGE_COLORS.items()
+            ],
+            html.Span("marks:", className="legend-title"),
+            html.Span([swatch("#D55E00", "#000"), "decisive (label)"], className="legend-item"),
+            html.Span([swatch("#F0E442"), "evidence"], className="legend-item"),
+            html.Span([swatch("#009E73"), "your/human decisive"], className="legend-item"),
+            html.Span([swatch("#56B4E9"), "DAG candidate"], className="legend-item"),
+            html.Span("★ answer step, ⬢ sub-agent, ⊟ folded run", className="legend-item"),
+        ],
+        className="legend",
+    )
+
+
+def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
+    try:
+        d = ctx.trajectories.get(ctx, tid)
+    except LabError as e:
+        return html.Div(
+            [message(str(e), "error"), dcc.Link("← back to the runs", href="/")], className="page"
+        )
+    agents = {n["agent_id"] for n in d.dag.nodes} - {"main"}
+    big = len(d.dag.nodes) > AUTO_COLLAPSE_NODES
+    dag_tab = html.Div(
+        [
+            html.Div(
+                [
+                    dcc.Checklist(
+                        id="dag-collapse",
+                        options=[{"label": " fold runs of similar steps", "value": "on"}],
+                        value=["on"] if big else [],
+                        inline=True,
+                    ),
+                    html.Label("from", htmlFor="dag-min-run"),
+                    dcc.Input(
+                        id="dag-min-run",
+                        type="number",
+                        min=2,
+                        max=100,
+                        step=1,
+                        value=DEFAULT_MIN_RUN,
+                        debounce=True,
+                        style={"width": "4em"},
+                    ),
+                    html.Label("folded sub-agents", htmlFor="dag-agents"),
+                    dcc.Dropdown(
+                        id="dag-agents",
+                        options=[
+                            {"label": clean_line(a, 40, ctx.secrets), "value": a} for a in sorted(agents)
+                        ],
+                        value=sorted(agents) if big else [],
+                        multi=True,
+                        placeholder="none" if agents else "no sub-agents",
+                        disabled=not agents,
+                        style={"minWidth": "220px"},
+                    ),
+                    html.Button("fit", id="dag-fit", className="small"),
+                    html.Span(id="dag-info", className="hint"),
+                ],
+                className="dag-controls",
+            ),
+            cyto.Cytoscape(
+                id="dag",
+                elements=[],
+                layout={"name": "preset", "fit": False},
+                stylesheet=stylesheet(),
+                style={"width": "100%", "height": "640px"},
+                minZoom=0.05,
+                maxZoom=3,
+                wheelSensitivity=0.3,
+                boxSelectionEnabled=False,
+                autoungrabify=True,
+            ),
+            _legend(),
+            dcc.Interval(id="dag-interval", interval=60, disabled=True),
+            dcc.Store(id="dag-progress"),
+            dcc.Store(id="dag-expanded", data=[]),
+        ]
+    )
+    timeline = _timeline(ctx, d)
+    return html.Div(
+        [
+            dcc.Store(id="traj-id", data=d.row["trajectory_id"]),
+            dcc.Store(id="selected-step"),
+            dcc.Store(id="labels-version", data=0),
+            _header(ctx, d),
+            html.Div(
+                [
+                    html.Div(
+                        dcc.Tabs(
+                            id="traj-tabs",
+                            value="dag",
+                            children=[
+                                dcc.Tab(
+                                    label=f"Step DAG ({len(d.dag.nodes)} nodes)",
+                                    value="dag",
+                                    children=dag_tab,
+                                ),
+                                dcc.Tab(label="Timeline", value="timeline", children=timeline),
+                            ],
+                        ),
+                        className="traj-main",
+                    ),
+                    html.Div(
+                        [
+                            html.Div(
+                                [
+                                    html.H3("Step inspector"),
+                                    html.Div(
+                                        message("Click a node (or a timeline row) to inspect its step."),
+                                        id="inspector",
+                                    ),
+                                ],
+                                className="panel inspector",
+                            ),
+                            labels_layout(ctx, d),
+                        ],
+                        className="traj-side",
+                    ),
+                ],
+                className="traj-body",
+            ),
+        ],
+        className="page trajectory-page",
+    )
+
+
+def _timeline(ctx: DashContext, d: TrajectoryData) -> html.Div:
+    status = {n["node_id"]: n["status"] for n in d.dag.nodes}
+    start = d.row.get("started_at")
+    rows = []
+    for i, s in sorted(d.steps.items()):
+        ts = s.get("timestamp")
+        offset = (
+            (ts - start).total_seconds() if isinstance(ts, datetime) and isinstance(start, datetime) else None
+        )
+        what = s.get("command") or s.get("text") or s.get("output") or s.get("arguments")
+        tokens = (s.get("input_tokens") or 0) + (s.get("output_tokens") or 0)
+        rows.append(
+            {
+                "id": i,
+                "step": i,
+                "t": fmt_seconds(offset) if offset is not None else "",
+                "agent": clean_line(s.get("agent_id"), 24, ctx.secrets),
+                "kind": s["kind"],
+                "tool": clean_line(s.get("tool") or s.get("tool_name"), 30, ctx.secrets),
+                "what": clean_line(what, 140, ctx.secrets),
+                "status": status.get(i, ""),
+                "exit": s.get("exit_code"),
+                "duration": fmt_seconds(s.get("duration_s")),
+                "tokens": tokens or None,
+            }
+        )
+    cols = ["step", "t", "agent", "kind", "tool", "what", "status", "exit", "duration", "tokens"]
+    return html.Div(
+        [
+            dash_table.DataTable(
+                id="timeline",
+                columns=[{"name": c, "id": c} for c in cols],
+                data=rows,
+                page_size=TIMELINE_PAGE,
+                page_action="native",
+                filter_action="native",
+                sort_action="native",
+                style_data={"cursor": "pointer"},
+                style_data_conditional=[
+                    {"if": {"filter_query": '{status} = "error"'}, "backgroundColor": "#FBE9E0"},
+                    {"if": {"filter_query": '{status} = "timeout"'}, "backgroundColor": "#F6E6F0"},
+                ],
+                **TABLE_STYLE,
+            ),
+            html.Div(
+                "Filter a column by typing in the row under its header (e.g. `ffmpeg`, `error`).",
+                className="hint",
+            ),
+        ],
+        className="timeline",
+    )
+
+
+# -- the inspector ----------------------------------------------------------------------------------
+
+
+def inspector(ctx: DashContext, d: TrajectoryData, step: int) -> list[Any]:
+    s = d.steps.get(step)
+    node = d.dag.node(step)
+    if s is None:
+        return [message(f"step {step} is not in this trajectory", "error")]
+    sec = ctx.secrets
+    tokens = [
+        ("input tokens", s.get("input_tokens")),
+        ("output tokens", s.get("output_tokens")),
+        ("reasoning tokens", s.get("reasoning_tokens")),
+        ("cached tokens", s.get("cached_tokens")),
+    ]
+    head = [
+        ("agent", s.get("agent_id")),
+        ("depth", s.get("depth") or None),
+        ("kind", s.get("kind")),
+        ("runner tool", s.get("tool_name")),
+        ("tool", s.get("tool")),
+        ("programs", ", ".join(s.get("programs") or [])),
+        ("modality", s.get("modality")),
+        ("status", node["status"] if node else None),
+        ("exit code", s.get("exit_code")),
+        ("error flag", "yes" if s.get("is_error") else None),
+        ("timed out", "yes" if s.get("timed_out") else None),
+        ("duration", fmt_seconds(s.get("duration_s"))),
+        *tokens,
+        ("timestamp", s["timestamp"].isoformat(sep=" ") if s.get("timestamp") else None),
+        ("call id", s.get("call_id")),
+        ("model", s.get("model")),
+        ("source line", s.get("source_line")),
+    ]
+    out: list[Any] = [
+        html.H4(
+            [
+                f"Step {step} · {s['kind']}",
+                f" · {clean_line(s.get('tool') or s.get('tool_name'), 40, sec)}"
+                if s.get("tool") or s.get("tool_name")
+                else "",
+            ],
+            id="inspector-title",
+        ),
+        kv(head, sec),
+    ]
+    for title, value, cls in (
+        ("Command", s.get("command"), "block command"),
+        ("Message", s.get("text"), "block text"),
+    ):
+        if value:
+            out += [html.H5(title), pre(value, cls, secrets=sec)]
+    if s.get("arguments"):
+        out += [
+            html.H5("Arguments"),
+            html.Pre(pretty_json(s["arguments"], secrets=sec), className="block args"),
+        ]
+    if s.get("output") is not None:
+        out += [
+            html.H5("Output (stdout)" if s.get("stderr") is not None else "Output"),
+            pre(s["output"], "block output", secrets=sec, id="inspector-output"),
+        ]
+    if s.get("stderr"):
+        out += [html.H5("stderr"), pre(s["stderr"], "block stderr", secrets=sec)]
+    if node is not None:
+        ins = [e for e in d.dag.edges if e["dst"] == step]
+        outs = [e for e in d.dag.edges if e["src"] == step]
+
+        def edge_list(es: list[dict[str, Any]], other: str) -> str:
+            return ", ".join(
+                f"{e[other]} ({e['type']}{': ' + clean_line(e['artifact'], 40, sec) if e.get('artifact') else ''})"
+                for e in es[:30]
+            ) + (f" … and {len(es) - 30} more" if len(es) > 30 else "")
+
+        out += [
+            html.H5("In the DAG"),
+            kv(
+                [
+                    ("node kind", node["kind"]),
+                    ("layer", node["layer"]),
+                    ("branch", node.get("branch")),
+                    ("on answer path", "yes" if node.get("on_answer_path") else "no"),
+                    ("dead end", "yes" if node.get("is_dead_end") else None),
+                    ("retries step", node.get("retry_of")),
+                    ("produces", ", ".join(node.get("produces") or [])),
+                    ("consumes", ", ".join(node.get("consumes") or [])),
+                    ("from", edge_list(ins, "src")),
+                    ("to", edge_list(outs, "dst")),
+                ],
+                sec,
+            ),
+        ]
+    return out
+
+
+# -- callbacks --------------------------------------------------------------------------------------
+
+
+def _highlights(ctx: DashContext, d: TrajectoryData) -> Highlights:
+    labels = trajectory_labels(ctx.source, d.row["trajectory_id"])
+    judge = None if ctx.blind else labels.under_review
+    human = labels.human[0] if labels.human else None
+    gold = labels.gold[0] if labels.gold else None
+    ref = gold or judge
+    return Highlights(
+        decisive=(ref or {}).get("decisive_step_index"),
+        evidence=list((ref or {}).get("evidence_steps") or []),
+        human_decisive=(human or {}).get("decisive_step_index"),
+        candidates=[c["step_index"] for c in d.dag.candidates[:3] if c.get("step_index") is not None],
+    )
+
+
+def register_trajectory(app: Any, ctx: DashContext) -> None:
+    def view_for(tid: str, collapse: list[str], min_run: Any, agents: list[str], expanded: list[str]):  # type: ignore[no-untyped-def]
+        d = ctx.trajectories.get(ctx, tid)
+        hl = _highlights(ctx, d)
+        key = (
+            "dag-view",
+            tid,
+            bool(collapse),
+            int(min_run or DEFAULT_MIN_RUN),
+            tuple(agents or ()),
+            tuple(expanded or ()),
+            repr(hl),
+        )
+        snap = ctx.source.snapshot()
+        return snap.cached(
+            key,
+            lambda: build_view(
+                d.dag,
+                hl,
+                collapse_runs=bool(collapse),
+                min_run=max(2, int(min_run or DEFAULT_MIN_RUN)),
+                collapsed_agents=agents or [],
+                expanded_groups=expanded or [],
+                secrets=ctx.secrets,
+            ),
+            size=32,
+        ), key
+
+    @app.callback(
+        Output("dag", "elements"),
+        Output("dag", "stylesheet"),
+        Output("dag", "layout"),
+        Output("dag-progress", "data"),
+        Output("dag-interval", "disabled"),
+        Output("dag-info", "children"),
+        Input("traj-id", "data"),
+        Input("dag-collapse", "value"),
+        Input("dag-min-run", "value"),
+        Input("dag-agents", "value"),
+        Input("dag-expanded", "data"),
+        Input("labels-version", "data"),
+    )
+    def _draw(tid, collapse, min_run, agents, expanded, _v):  # type: ignore[no-untyped-def]
+        if not tid:
+            raise PreventUpdate
+        view, _key = ctx.timed("dag-view", lambda: view_for(tid, collapse, min_run, agents, expanded))
+        small = view.n_visible <= 60
+        layout = {"name": "preset", "fit": small, "padding": 30}
+        if not small:  # start at the top of a long graph, readable zoom
+            layout.update({"zoom": 0.9, "pan": {"x": 260, "y": 30}})
+        more = len(view.chunks) > 1
+        progress = {"next": 1, "total": len(view.chunks), "params": [collapse, min_run, agents, expanded]}
+        info = _info(view, 1)
+        return (
+            view.chunks[0] if view.chunks else [],
+            stylesheet(len(view.elements)),
+            layout,
+            progress,
+            not more,
+            info,
+        )
+
+    @app.callback(
+        Output("dag", "elements", allow_duplicate=True),
+        Output("dag-progress", "data", allow_duplicate=True),
+        Output("dag-interval", "disabled", allow_duplicate=True),
+        Output("dag-info", "children", allow_duplicate=True),
+        Input("dag-interval", "n_intervals"),
+        State("dag-progress", "data"),
+        State("traj-id", "data"),
+        prevent_initial_call=True,
+    )
+    def _more(_n, progress, tid):  # type: ignore[no-untyped-def]
+        if not progress or progress["next"] >= progress["total"]:
+            return no_update, no_update, True, no_update
+        view, _ = view_for(tid, *progress["params"])
+        i = progress["next"]
+        patch = Patch()
+        patch.extend(view.chunks[i])
+        done = i + 1 >= len(view.chunks)
+        return patch, {**progress, "next": i + 1}, done, _info(view, i + 1)
+
+    app.clientside_callback(
+        "function(n){ if (window.cy) { window.cy.fit(undefined, 30); } return window.dash_clientside.no_update; }",
+        Output("dag-fit", "title"),
+        Input("dag-fit", "n_clicks"),
+        prevent_initial_call=True,
+    )
+
+    @app.callback(
+        Output("selected-step", "data"),
+        Output("dag-expanded", "data", allow_duplicate=True),
+        Output("dag-agents", "value", allow_duplicate=True),
+        Input("dag", "tapNodeData"),
+        State("dag-expanded", "data"),
+        State("dag-agents", "value"),
+        prevent_initial_call=True,
+    )
+    def _tap(node, expanded, agents):  # type: ignore[no-untyped-def]
+        if not node:
+            raise PreventUpdate
+        if node.get("kind") == "group":
+            return no_update, [*(expanded or []), node["id"]], no_update
+        if node.get("kind") == "agent":
+            return no_update, no_update, [a for a in agents or [] if a != node.get("agent")]
+        return node.get("step"), no_update, no_update
+
+    @app.callback(
+        Output("selected-step", "data", allow_duplicate=True),
+        Input("timeline", "active_cell"),
+        prevent_initial_call=True,
+    )
+    def _row(active):  # type: ignore[no-untyped-def]
+        if not active or active.get("row_id") is None:
+            raise PreventUpdate
+        return int(active["row_id"])
+
+    @app.callback(
+        Output("inspector", "children"),
+        Input("selected-step", "data"),
+        State("traj-id", "data"),
+        prevent_initial_call=True,
+    )
+    def _inspect(step, tid):  # type: ignore[no-untyped-def]
+        if step is None or not tid:
+            raise PreventUpdate
+        return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))
+
+    _ = (dash_ctx, judge_under_review)
+
+
+def _info(view: Any, chunks_done: int) -> str:
+    drawn = sum(1 for ch in view.chunks[:chunks_done] for el in ch if "source" not in el["data"])
+    folded = (
+        view.n_nodes
+        - sum(len(g) for g in view.groups.values())
+        - sum(c for a, c in view.agents.items() if a in view.collapsed_agents)
+    )
+    parts = [f"drawn {drawn:,} of {view.n_visible:,} elements for {view.n_nodes:,} steps"]
+    if view.groups:
+        parts.append(
+            f"{len(view.groups)} folded runs ({sum(len(g) for g in view.groups.values()):,} steps; click one to unfold)"
+        )
+    if view.collapsed_agents:
+        parts.append(f"{len(view.collapsed_agents)} folded sub-agents")
+    _ = folded
+    return " · ".join(parts)
