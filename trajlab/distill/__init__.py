@@ -10,12 +10,13 @@ from ._distill import DistillResult, SkillOutcome, distill
 from ._features import Corpus, Example, Run, command_features, is_excluded, load_corpus, run_features
 from ._guard import ContaminationError, EvalIndex, Hit, read_eval_tasks
 from ._install import TARGETS, install, new_skill_dir, rehash, render_prompt
-from ._iterate import IterateResult, RoundResult, TaskResult, empty_skill, iterate, read_tasks
+from ._iterate import iterate
 from ._llm import ChatClient, JudgeChat, LLMError, excerpt
 from ._mine import MineParams, Rule, category_summary, merge_rules, mine_rules
 from ._ops import EditResult, Op, apply_ops
 from ._recovery import RecoveryReport, pattern_recovery
 from ._render import generalize, guidance
+from ._rounds import IterateResult, RoundResult, TaskResult, empty_skill, read_tasks
 from ._skill import Budget, Item, Section, Skill, content_hash, content_hash_of, load_skill
 from ._spec import (
     ALLOWED_KEYS,

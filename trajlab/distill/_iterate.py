@@ -18,20 +18,18 @@ timeout, no output, no trajectory) are reported as such and never counted as wro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from ..errors import ConfigError, InputFileError
+from ..errors import ConfigError
 from ..store import Lab
 from ._features import load_corpus
 from ._guard import EvalIndex
@@ -39,6 +37,15 @@ from ._llm import ChatClient, LLMError, excerpt
 from ._mine import MineParams, Rule, feature_rule, mine_rules
 from ._ops import Op, apply_ops
 from ._render import generalize, guidance, section_of
+from ._rounds import (
+    IterateResult,
+    RoundResult,
+    TaskResult,
+    _fill,
+    _paired,
+    _score,
+    empty_skill,
+)
 from ._skill import Budget, Skill, load_skill
 from ._versions import SkillStore
 from ._writer import editor_prompt_hash, llm_edit_ops
@@ -46,127 +53,6 @@ from ._writer import editor_prompt_hash, llm_edit_ops
 ITERATE_PARAMS = MineParams(min_support=2, max_p=0.2, min_scope_runs=4, min_lift=1.1, group_by=None)
 STATE = "state.json"
 DONE = ".trajlab-done"  # marks a task output that is complete (hidden: ingest skips dot files)
-
-
-def read_tasks(path: str | Path) -> list[str]:
-    """Task ids from a file: JSONL objects with `task_id` (or `id`), or one id per line (# comments)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputFileError(str(p), "no such task file")
-    out: list[str] = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        if s.startswith("{"):
-            try:
-                obj = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise InputFileError(str(p), f"not valid JSON: {e}", n) from None
-            tid = obj.get("task_id") or obj.get("id")
-            if not isinstance(tid, str) or not tid:
-                raise InputFileError(str(p), "object without a `task_id` string", n)
-            out.append(tid)
-        else:
-            out.append(s)
-    if not out:
-        raise InputFileError(str(p), "no tasks in file")
-    if len(set(out)) != len(out):
-        raise InputFileError(str(p), "a task id is listed twice")
-    bad = [t for t in out if "/" in t or t in (".", "..") or "\0" in t]
-    if bad:
-        raise InputFileError(str(p), f"task ids must not contain '/': {bad[0]!r}")
-    return out
-
-
-def empty_skill(name: str) -> Skill:
-    sk = Skill(
-        name=name,
-        description=(
-            "Guidance refined by calibration-set self-iteration: what worked on the calibration tasks. "
-            "Use when solving tasks like the calibration set."
-        ),
-        title="Calibrated guidance",
-        intro="Edited round by round; a version is kept only when the calibration score improved.",
-        metadata={"origin": "calibration-iterated"},
-    )
-    sk.section("Do").numbered = True  # type: ignore[union-attr]
-    return sk
-
-
-@dataclass
-class TaskResult:
-    task: str
-    split: str
-    status: str  # correct | wrong | infra
-    reason: str = ""
-    trajectory_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RoundResult:
-    round: int
-    version: int
-    calibration: dict[str, str]
-    heldout: dict[str, str]
-    cal_score: float | None
-    heldout_score: float | None
-    accepted: bool
-    decision: str
-    ops: list[dict[str, Any]] = field(default_factory=list)
-    rejected_ops: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def infra(self) -> int:
-        return sum(s == "infra" for s in [*self.calibration.values(), *self.heldout.values()])
-
-
-@dataclass
-class IterateResult:
-    work: Path
-    name: str
-    rounds: list[RoundResult]
-    chosen_version: int
-    chosen_path: Path
-
-    def curve(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "round": r.round,
-                "version": r.version,
-                "calibration": r.cal_score,
-                "heldout": r.heldout_score,
-                "accepted": r.accepted,
-                "infra_failures": r.infra,
-            }
-            for r in self.rounds
-        ]
-
-    def format(self) -> str:
-        lines = ["round  version  calibration  heldout  infra  decision"]
-        for r in self.rounds:
-            cs = "-" if r.cal_score is None else f"{r.cal_score:.3f}"
-            hs = "-" if r.heldout_score is None else f"{r.heldout_score:.3f}"
-            lines.append(f"{r.round:>5}  v{r.version:<7} {cs:>11}  {hs:>7}  {r.infra:>5}  {r.decision}")
-        lines.append(f"chosen: {self.name} v{self.chosen_version} -> {self.chosen_path}")
-        return "\n".join(lines)
-
-
-def _score(results: dict[str, str], tasks: set[str] | None = None) -> float | None:
-    vals = [s for t, s in results.items() if s != "infra" and (tasks is None or t in tasks)]
-    return sum(s == "correct" for s in vals) / len(vals) if vals else None
-
-
-def _paired(a: dict[str, str], b: dict[str, str]) -> tuple[float | None, float | None]:
-    common = {t for t in a if a[t] != "infra" and b.get(t, "infra") != "infra"}
-    return _score(a, common), _score(b, common)
-
-
-def _fill(template: str, **values: str) -> str:
-    out = template
-    for k, v in values.items():
-        out = out.replace("{" + k + "}", shlex.quote(v))
-    return out
 
 
 class Iteration:
@@ -568,7 +454,3 @@ class Iteration:
 def iterate(work: str | Path, calibration: list[str], runner: str, rounds: int, **kw: Any) -> IterateResult:
     """Run (or resume) calibration-set self-iteration; see the module docstring."""
     return Iteration(work, calibration, runner, rounds, **kw).run()
-
-
-def config_digest(cfg: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:12]
