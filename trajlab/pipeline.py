@@ -38,7 +38,9 @@ class DemoResult:
         return "\n".join(lines)
 
 
-def _stage(result: DemoResult, name: str, fn: Callable[[], tuple[str, dict[str, Any]]], echo: Callable[[str], None]) -> None:
+def _stage(
+    result: DemoResult, name: str, fn: Callable[[], tuple[str, dict[str, Any]]], echo: Callable[[str], None]
+) -> None:
     echo(f"[demo] {name} ...")
     t0 = time.perf_counter()
     summary, data = fn()
@@ -90,7 +92,90 @@ def run_demo(
 
         return render(t), {}
 
+    def dag() -> tuple[str, dict[str, Any]]:
+        from .dag import build_lab
+
+        rep = build_lab(lab_path, progress=progress, workers=workers)
+        return rep.format(), {"built": rep.built}
+
+    def judge() -> tuple[str, dict[str, Any]]:
+        from .judge import LLMSettings, judge_lab, rules_judge
+
+        rep = rules_judge(lab_path, "omni-failure", progress=progress)
+        text = rep.format()
+        settings = LLMSettings.resolve()
+        if settings.configured:
+            llm = judge_lab(lab_path, "omni-failure", settings, progress=progress)
+            text += "\n" + llm.format()
+        else:
+            text += "\n(no LLM endpoint configured: set TRAJLAB_JUDGE_MODEL/TRAJLAB_JUDGE_BASE_URL to add the LLM judge)"
+        return text, {"labeled": rep.statuses.get("labeled", 0)}
+
+    def review() -> tuple[str, dict[str, Any]]:
+        from .review import review_stage
+
+        summary, data = review_stage(Lab.open(lab_path), examples, out / "annotations")
+        note = (
+            "(no humans in a demo: the generator's recorded failure causes stand in for human annotations,\n"
+            " so the agreement below measures the judge against the planted ground truth)\n"
+        )
+        return note + summary, data
+
+    def analyses() -> tuple[str, dict[str, Any]]:
+        from . import analysis
+        from .tabular import render
+
+        lab = Lab.open(lab_path)
+        adir = out / "analysis"
+        g = analysis.gaps(lab, n_boot=1000, seed=seed, progress=False)
+        g.write(adir / "gaps.csv")
+        cols = [
+            "tool",
+            "share_success",
+            "share_failure",
+            "gap",
+            "usage_success",
+            "usage_failure",
+            "usage_gap",
+            "usage_gap_ci_low",
+            "usage_gap_ci_high",
+            "p_adjusted",
+            "significant",
+            "favors",
+        ]
+        top = g.table.filter(g.table.column("supported")).select(cols)
+        lines = [
+            "tool-usage gaps with enough support (share = share of calls; usage = share of runs using the tool;",
+            "95% bootstrap CI over runs; Fisher test on usage, Holm-corrected):",
+            render(top),
+        ]
+        for name, fn in (
+            ("capability", lambda: analysis.capability_usage(lab)),
+            ("tokens", lambda: analysis.token_efficiency(lab)),
+            ("failures", lambda: analysis.failure_distribution(lab, source="judge")),
+            ("funnel", lambda: analysis.step_funnel(lab)),
+        ):
+            r = fn()
+            r.write(adir / f"{name}.csv")
+            lines.append(
+                f"{name}: {r.table.num_rows} rows -> {adir / (name + '.csv')}"
+                + (f" (missing: {', '.join(r.missing)})" if r.missing else "")
+            )
+        n_sig = sum(1 for v in top.column("significant").to_pylist() if v)
+        return "\n".join(lines), {"significant_gaps": n_sig}
+
+    def distill() -> tuple[str, dict[str, Any]]:
+        from .distill import demo_distill
+
+        return demo_distill(lab_path, out / "distill", examples)
+
     _stage(result, "generate example runs", gen, echo)
     _stage(result, "ingest", ing, echo)
     _stage(result, "overview (SQL)", overview, echo)
+    _stage(result, "step DAGs", dag, echo)
+    _stage(result, "judge (rules; LLM when configured)", judge, echo)
+    _stage(result, "human review, agreement, propagation", review, echo)
+    _stage(result, "tool-usage analytics (DuckDB SQL)", analyses, echo)
+    _stage(result, "skill distillation", distill, echo)
+    echo(f"browse it: trajlab dash {lab_path}")
     return result
