@@ -184,6 +184,7 @@ def test_capability_usage(fig_lab):
     assert list(bars.x) == ["m-a", "m-b"] and list(bars.y) == pytest.approx([0.45, 0.0])
     facet = FIGURES["capability_usage"](fig_lab, by="model", facet="domain", measure="calls_per_traj")
     assert facet.params["facet"] == "domain" and {r["facet"] for r in facet.data.to_pylist()} == {"audio"}
+    assert facet.figure.layout.xaxis.title.text == "domain: audio"
 
 
 def test_accuracy_by_difficulty(fig_lab):
@@ -198,6 +199,10 @@ def test_accuracy_by_difficulty(fig_lab):
     assert list(skill.x) == ["1", "2", "3"]
     assert list(skill.y) == pytest.approx([solved[(d, "skill")] / expected[(d, "skill")] for d in "123"])
     assert [t.name for t in res.figure.data] == ["no-skill", "skill"]  # the baseline first
+    per_model = FIGURES["accuracy_by_difficulty"](fig_lab, facet="model")
+    assert [per_model.figure.layout[a].title.text for a in ("xaxis", "xaxis2")] == ["m-a", "m-b"]
+    ma = [r for r in per_model.data.to_pylist() if r["model"] == "m-a"]
+    assert sum(r["n_traj"] for r in ma) == 20
     one = FIGURES["accuracy_by_difficulty"](fig_lab, conditions="skill")
     assert {r["condition"] for r in one.data.to_pylist()} == {"skill"} and one.notes
 

@@ -274,8 +274,7 @@ def failure_distribution(
         rows=1,
         cols=len(panels),
         shared_yaxes=True,
-        horizontal_spacing=0.03,
-        subplot_titles=[SOURCE_TITLES[s] for s in panels] if len(panels) > 1 else None,
+        horizontal_spacing=0.06,
     )
     value = "share" if measure == "share" else "n"
     for i, s in enumerate(panels, start=1):
@@ -299,7 +298,10 @@ def failure_distribution(
             tickformat=".0%" if measure == "share" else "d",
             range=[0, 1.001] if measure == "share" else None,
             dtick=0.25 if measure == "share" else None,
-            title={"text": "share of labeled failures" if measure == "share" else "labeled trajectories"},
+            title={
+                "text": (f"{SOURCE_TITLES[s]}: " if len(panels) > 1 else "")
+                + ("share of labeled failures" if measure == "share" else "labeled trajectories")
+            },
             row=1,
             col=i,
         )
@@ -383,7 +385,6 @@ def capability_usage(
         cols=len(facets),
         shared_yaxes=True,
         horizontal_spacing=0.02,
-        subplot_titles=facets if fcols else None,
     )
     for i, f in enumerate(facets, start=1):
         for c in caps:
@@ -406,6 +407,9 @@ def capability_usage(
     fig.update_yaxes(tickformat=".0%" if ratio else None, range=[0, 1.0] if ratio else None)
     fig.update_yaxes(title={"text": CAPABILITY_MEASURES[measure]}, row=1, col=1)
     fig.update_xaxes(tickangle=-35, categoryorder="array", categoryarray=groups)
+    if fcols:  # panel names under the axes (a top legend would cover subplot titles)
+        for i, f in enumerate(facets, start=1):
+            fig.update_xaxes(title={"text": f"{fcols[0]}: {f}"}, row=1, col=i)
     fig.update_layout(barmode="group", bargap=0.18, bargroupgap=0.0)
     fig.update_annotations(font={"size": fig.layout.font.size})
     _legend_top(fig)

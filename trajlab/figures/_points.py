@@ -282,7 +282,6 @@ def accuracy_by_difficulty(
         cols=len(facets),
         shared_yaxes=True,
         horizontal_spacing=0.03,
-        subplot_titles=facets if fcols else None,
     )
     for i, f in enumerate(facets, start=1):
         for c in conds:
@@ -320,6 +319,9 @@ def accuracy_by_difficulty(
     fig.update_xaxes(
         type="category", title={"text": "difficulty"}, categoryorder="array", categoryarray=levels
     )
+    if fcols:  # panel names under the axes (a top legend would cover subplot titles)
+        for i, f in enumerate(facets, start=1):
+            fig.update_xaxes(title={"text": f}, row=1, col=i)
     fig.update_yaxes(tickformat=".0%", range=[0, 1.05])
     fig.update_yaxes(title={"text": "accuracy"}, row=1, col=1)
     fig.update_annotations(font={"size": fig.layout.font.size})
