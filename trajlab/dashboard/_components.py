@@ -86,6 +86,9 @@ def data_table(
     style = dict(TABLE_STYLE)
     if clickable:
         style["style_data"] = {"cursor": "pointer"}
+        style["style_data_conditional"] = [
+            {"if": {"column_id": "trajectory_id"}, "color": "#0B5CAD", "textDecoration": "underline"}
+        ]
     return dash_table.DataTable(
         columns=[{"name": c, "id": c} for c in cols],
         data=data,

@@ -15,7 +15,7 @@ from dash.exceptions import PreventUpdate
 from ..errors import TrajlabError
 from ..review import SPECIAL_CATEGORIES
 from ._components import message, pre
-from ._review import submit_review, trajectory_labels
+from ._review import TrajectoryLabels, submit_review, trajectory_labels
 from ._text import clean_line
 
 if TYPE_CHECKING:
@@ -95,10 +95,8 @@ def _judge_block(ctx: DashContext, r: dict[str, Any], under_review: bool) -> htm
     return html.Div(body, className="label-block judge")
 
 
-def labels_body(ctx: DashContext, d: TrajectoryData) -> list[Any]:
-    tid = d.row["trajectory_id"]
+def labels_body(ctx: DashContext, d: TrajectoryData, labels: TrajectoryLabels) -> list[Any]:
     sec = ctx.secrets
-    labels = trajectory_labels(ctx.source, tid)
     out: list[Any] = []
     if not ctx.blind:
         if labels.judge:
@@ -144,7 +142,8 @@ def labels_body(ctx: DashContext, d: TrajectoryData) -> list[Any]:
             html.Li(
                 [
                     html.B(clean_line(h["annotator"], 40, sec)),
-                    f" ({h.get('dataset')}{', this session' if h.get('live') else ''}): ",
+                    f" ({'file ' + str(h.get('dataset')) + '/' if h.get('live') else 'lab, dataset '}"
+                    f"{clean_line(h['annotator'], 40, sec) + '.jsonl' if h.get('live') else h.get('dataset')}): ",
                     html.Span(h["category"], className="category-pill human"),
                     " · decisive ",
                     _step_button(step),
@@ -207,7 +206,7 @@ def labels_layout(ctx: DashContext, d: TrajectoryData) -> html.Div:
                         className="primary",
                         style={"display": "none"} if ctx.blind else None,
                     ),
-                    html.Span(" or override: ", className="muted") if not ctx.blind else None,
+                    html.Span(" or give your own label:", className="muted"),
                 ],
                 className="review-row",
             ),
@@ -274,6 +273,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
     @app.callback(
         Output("labels-body", "children"),
         Output("review-as", "children"),
+        Output("review-accept", "style"),
         Input("traj-id", "data"),
         Input("labels-version", "data"),
         Input("annotator", "value"),
@@ -287,10 +287,13 @@ def register_labels(app: Any, ctx: DashContext) -> None:
             if annotator
             else "enter your name as reviewer (top right) to save labels"
         )
+        labels = trajectory_labels(ctx.source, tid)
+        can_accept = not ctx.blind and labels.under_review is not None
+        hide = None if can_accept else {"display": "none"}
         try:
-            return labels_body(ctx, d), who
+            return labels_body(ctx, d, labels), who, hide
         except TrajlabError as e:
-            return [message(str(e), "error")], who
+            return [message(str(e), "error")], who, hide
 
     @app.callback(
         Output("review-msg", "children"),

@@ -87,7 +87,8 @@ def runs_layout(ctx: DashContext, panel: RunsPanel) -> html.Div:
     config = {
         "filters": list(panel.filters),
         "columns": cols,
-        "preset": panel.preset,
+        # Preset values of filters the panel does not show are fixed constraints of the page.
+        "fixed": {k: v for k, v in panel.preset.items() if k not in panel.filters},
     }
     return html.Div(
         [
@@ -147,6 +148,8 @@ def register_runs(app: Any, ctx: DashContext) -> None:
     )
     def _page(values, search, page, page_size, sort_by, ids, config):  # type: ignore[no-untyped-def]
         filters = {i["name"]: v or [] for i, v in zip(ids, values) if i["name"] in RUN_FILTERS}
+        for name, fixed in ((config or {}).get("fixed") or {}).items():
+            filters[name] = list(fixed)
         sort = config and sort_by and sort_by[0].get("column_id")
         q = RunsQuery(
             filters=filters,

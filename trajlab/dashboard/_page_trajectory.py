@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import dash_cytoscape as cyto
 from dash import Input, Output, Patch, State, dash_table, dcc, html, no_update
-from dash import ctx as dash_ctx
 from dash.exceptions import PreventUpdate
 
 from ..dag import StepDag, load_dag
@@ -18,7 +17,7 @@ from ..errors import LabError
 from ._components import TABLE_STYLE, kv, message, pre
 from ._graph import AUTO_COLLAPSE_NODES, DEFAULT_MIN_RUN, EDGE_COLORS, Highlights, build_view, stylesheet
 from ._labels import labels_layout
-from ._review import judge_under_review, trajectory_labels
+from ._review import trajectory_labels
 from ._text import clean_line, fmt_seconds, pretty_json
 
 if TYPE_CHECKING:
@@ -197,7 +196,7 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
                 stylesheet=stylesheet(),
                 style={"width": "100%", "height": "640px"},
                 minZoom=0.05,
-                maxZoom=3,
+                maxZoom=1.6,
                 wheelSensitivity=0.3,
                 boxSelectionEnabled=False,
                 autoungrabify=True,
@@ -549,22 +548,14 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
             raise PreventUpdate
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))
 
-    _ = (dash_ctx, judge_under_review)
-
 
 def _info(view: Any, chunks_done: int) -> str:
+    """`drawn N of M nodes ...`: tests and the benchmark wait for N == M."""
     drawn = sum(1 for ch in view.chunks[:chunks_done] for el in ch if "source" not in el["data"])
-    folded = (
-        view.n_nodes
-        - sum(len(g) for g in view.groups.values())
-        - sum(c for a, c in view.agents.items() if a in view.collapsed_agents)
-    )
-    parts = [f"drawn {drawn:,} of {view.n_visible:,} elements for {view.n_nodes:,} steps"]
+    parts = [f"drawn {drawn:,} of {view.n_visible:,} nodes for {view.n_nodes:,} steps"]
     if view.groups:
-        parts.append(
-            f"{len(view.groups)} folded runs ({sum(len(g) for g in view.groups.values()):,} steps; click one to unfold)"
-        )
+        n = sum(len(g) for g in view.groups.values())
+        parts.append(f"{len(view.groups)} folded runs hold {n:,} steps (click one to unfold)")
     if view.collapsed_agents:
-        parts.append(f"{len(view.collapsed_agents)} folded sub-agents")
-    _ = folded
+        parts.append(f"{len(view.collapsed_agents)} folded sub-agents (click one to unfold)")
     return " · ".join(parts)
