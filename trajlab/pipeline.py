@@ -144,10 +144,17 @@ def run_demo(
             "favors",
         ]
         top = g.table.filter(g.table.column("supported")).select(cols)
+        gd = analysis.gaps(lab, by="domain", key="tool_modality", n_boot=1000, seed=seed, progress=False)
+        gd.write(adir / "gaps_by_domain.csv")
+        sig = gd.table.filter(gd.table.column("significant")).select(
+            ["domain", "tool", "usage_success", "usage_failure", "usage_gap", "p_adjusted", "favors"]
+        )
         lines = [
             "tool-usage gaps with enough support (share = share of calls; usage = share of runs using the tool;",
             "95% bootstrap CI over runs; Fisher test on usage, Holm-corrected):",
             render(top),
+            "significant gaps within a task domain (tool:modality, e.g. python:video = ad-hoc OpenCV scripts):",
+            render(sig),
         ]
         for name, fn in (
             ("capability", lambda: analysis.capability_usage(lab)),
