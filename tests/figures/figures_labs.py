@@ -108,7 +108,10 @@ def build_lab(
     tokens_on: bool = True,
     difficulty_on: bool = True,
     labels_on: bool = True,
+    evil: bool = False,
 ) -> Lab:
+    """The lab described above; `evil` puts markup into model, condition and difficulty values."""
+    tag = "<img src=x onerror=alert(1)>" if evil else ""
     trajectories, steps = [], []
     judge, gold, human = [], [], []
     for i in range(N):
@@ -139,14 +142,16 @@ def build_lab(
                 "source_path": f"/fixtures/{tid}.jsonl",
                 "source_digest": f"xxh3_128:{tid}",
                 "outcome": outcome,
-                "model": model(i),
+                "model": model(i) + tag,
                 "harness": "h",
                 "reasoning_effort": effort(i),
                 "benchmark": "bench",
                 "domain": "audio",
                 "total_tokens": tokens(i) if tokens_on else None,
-                "difficulty": difficulty(i) if difficulty_on else None,
-                "condition": condition(i),
+                "difficulty": (difficulty(i) + tag if evil and i % 3 == 2 else difficulty(i))
+                if difficulty_on
+                else None,
+                "condition": f"<b>{condition(i)}</b>" if evil else condition(i),
                 "n_steps": len(rows),
                 "n_tool_calls": sum(1 for r in rows if r["kind"] == "tool_call"),
                 "ingested_at": NOW,

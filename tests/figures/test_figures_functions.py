@@ -227,6 +227,9 @@ def test_exemplar_dag_marks_decisive_step_and_is_safe(fig_lab):
     edges = res.extras["edges"].to_pylist()
     assert {"src": 2, "dst": 3, "type": "data"} in [{k: e[k] for k in ("src", "dst", "type")} for e in edges]
     assert res.figure.layout.yaxis.ticktext == ("agent", "audio", "web")
+    small = FIGURES["exemplar_dag"](fig_lab, max_nodes=5)  # actions, first input, answer, decisive step
+    assert [r["step_index"] for r in small.data.to_pylist()] == [0, 2, 3, 4, 5, 6]
+    assert small.notes == ["1 message/reasoning nodes hidden (max_nodes 5)"]
     other = FIGURES["exemplar_dag"](fig_lab, trajectory_id="t21")
     assert other.params["trajectory_id"] == "t21" and other.params["decisive_step"] == 1
     done = FIGURES["exemplar_dag"](fig_lab, trajectory_id="t01")
@@ -283,3 +286,37 @@ def test_empty_lab(tmp_path):
     assert all(reasons.values()), reasons
     assert reasons["tool_gaps"] == "no trajectories"
     assert reasons["exemplar_dag"] == "no trajectories"
+
+
+def _rendered_strings(fig) -> list[str]:
+    """Every string plotly renders as text: trace names, categories, text, annotations, axis labels."""
+    out: list[str] = []
+    for t in fig.data:
+        out.append(t.name or "")
+        for attr in ("x", "y", "text"):
+            vals = getattr(t, attr, None)
+            if vals is not None and not isinstance(vals, str):
+                out += [v for v in vals if isinstance(v, str)]
+            elif isinstance(vals, str):
+                out.append(vals)
+    layout = fig.layout
+    out += [a.text or "" for a in layout.annotations]
+    for key in ("xaxis", "xaxis2", "yaxis", "yaxis2"):
+        ax = getattr(layout, key, None)
+        if ax is not None:
+            out.append(ax.title.text or "")
+            out += [str(v) for v in (ax.ticktext or ())]
+    return out
+
+
+def test_markup_in_lab_values_is_never_rendered(tmp_path):
+    from figures_labs import build_lab
+
+    lab = build_lab(tmp_path / "evil", evil=True)
+    for name, fn in FIGURES.items():
+        res = fn(lab)
+        assert res.ok, (name, res.skipped)
+        texts = _rendered_strings(res.figure)
+        assert texts and not [s for s in texts if "<" in s or ">" in s], name
+    res = FIGURES["accuracy_by_difficulty"](lab)
+    assert {t.name for t in res.figure.data} == {"‹b›no-skill‹/b›", "‹b›skill‹/b›"}

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..review import agreement
 from ..store import query
 from ._result import FigureResult, LabLike, open_lab, skipped
-from ._style import category_label, category_order, styled
+from ._style import category_label, category_order, safe_text, styled
 
 JUDGE_SQL = """\
 -- each judge's latest `labeled` label per trajectory (the rater names of trajlab.review.agreement)
@@ -124,7 +124,7 @@ def agreement_confusion(
     )
     styled(fig, width, height_in=1.2 + 0.22 * len(ylab))
     ref_title = "adjudicated (gold)" if reference == "gold" else "human majority"
-    fig.update_xaxes(title={"text": f"{rater} label"}, tickangle=-35, showline=False, ticks="")
+    fig.update_xaxes(title={"text": f"{safe_text(rater, 40)} label"}, tickangle=-35, showline=False, ticks="")
     fig.update_yaxes(
         title={"text": ref_title}, autorange="reversed", showgrid=False, showline=False, ticks=""
     )

@@ -394,7 +394,7 @@ def capability_usage(
                     name=c,
                     legendgroup=c,
                     showlegend=i == 1,
-                    x=groups,
+                    x=groups,  # group labels are safe_text already
                     y=[vals.get(g) for g in groups],
                     marker={"color": CAPABILITY_COLORS[c], "line": {"width": 0}},
                     hovertemplate="%{x}: " + c + " %{y:.2f}<extra>" + f + "</extra>",

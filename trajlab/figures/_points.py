@@ -14,7 +14,7 @@ from .. import analysis
 from ..analysis import missing_hint
 from ..errors import ConfigError
 from ._result import FigureResult, LabLike, group_label, open_lab, skipped, wilson
-from ._style import PALETTE, condition_colors, styled
+from ._style import PALETTE, condition_colors, safe_text, styled
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "cross", "x", "star", "hexagon")
 
@@ -289,10 +289,10 @@ def accuracy_by_difficulty(
             pts = [by_level.get(lv) for lv in levels]
             fig.add_trace(
                 go.Bar(
-                    name=c,
+                    name=safe_text(c, 40),
                     legendgroup=c,
                     showlegend=i == 1,
-                    x=levels,
+                    x=[safe_text(lv, 20) for lv in levels],
                     y=[p["accuracy"] if p else None for p in pts],
                     marker={"color": colors[c], "line": {"width": 0}},
                     error_y={
@@ -317,7 +317,10 @@ def accuracy_by_difficulty(
     styled(fig, width, aspect=0.62)
     fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
     fig.update_xaxes(
-        type="category", title={"text": "difficulty"}, categoryorder="array", categoryarray=levels
+        type="category",
+        title={"text": "difficulty"},
+        categoryorder="array",
+        categoryarray=[safe_text(lv, 20) for lv in levels],
     )
     if fcols:  # panel names under the axes (a top legend would cover subplot titles)
         for i, f in enumerate(facets, start=1):

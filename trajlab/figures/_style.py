@@ -132,7 +132,7 @@ def category_color(category: str | None) -> str:
 
 def category_label(category: str | None) -> str:
     c = category or "(none)"
-    return CATEGORY_SHORT.get(c, c.replace("_", " "))
+    return CATEGORY_SHORT.get(c) or safe_text(c.replace("_", " "), 30)
 
 
 def category_order(categories: list[str]) -> list[str]:
