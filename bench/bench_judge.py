@@ -1,7 +1,8 @@
 """LLM-judge benchmark: throughput under concurrency, requests on a cached rerun, tokens sent on long runs.
 
 Everything runs in one process against the scripted Chat Completions server of tests/llm_servers.py
-(127.0.0.1, fixed per-request latency), through the real `openai` client:
+(127.0.0.1, fixed per-request latency, in a child process like a real model server), through the real
+`openai` client:
 
 * throughput -- `judge_lab` over N small failed runs at concurrency 1, 8 and 32 (N scaled so the ideal
   time N x latency / concurrency is the same), against two baselines measured in the same run: the
@@ -32,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from llm_servers import ScriptedChatServer  # noqa: E402
+from llm_servers import ScriptedServerProcess  # noqa: E402
 
 from trajlab.judge import (  # noqa: E402
     LLMJudge,
@@ -208,7 +209,9 @@ def build_lab(path: Path, runs: list[tuple[dict[str, Any], list[dict[str, Any]]]
     return lab.refresh()
 
 
-def bare_requests(server: ScriptedChatServer, prompts: list[list[dict[str, str]]], concurrency: int) -> float:
+def bare_requests(
+    server: ScriptedServerProcess, prompts: list[list[dict[str, str]]], concurrency: int
+) -> float:
     from openai import OpenAI
 
     client = OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
@@ -228,7 +231,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     for c in (1, 8, 32):
         n = args.base * c
         lab = build_lab(tmp / f"tp{c}", [small_run(i, rng) for i in range(n)], with_dag=True)
-        srv = ScriptedChatServer(latency_s=args.latency).start()
+        srv = ScriptedServerProcess(latency_s=args.latency).start()
         s = LLMSettings(model="bench-model", base_url=srv.base_url, max_concurrency=c, timeout_s=30)
         judge = LLMJudge(TAX, s, None)
         prompts = [judge.messages_for(judge.render(load_view(lab, f"t_bench_{i:05d}")))[0] for i in range(n)]
@@ -251,7 +254,7 @@ def throughput(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                 "bare_s": statistics.median(bare),
                 "efficiency": ideal / statistics.median(times),
                 "bare_efficiency": ideal / statistics.median(bare),
-                "max_in_flight": srv.max_in_flight,
+                "max_in_flight": srv.stats()["max_in_flight"],
             }
         )
         if c == 32:

@@ -154,7 +154,11 @@ class ScriptedChatServer:
                 pass
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/").endswith("/_stats"):
+                    with server._lock:
+                        stats = {"requests": len(server.requests), "max_in_flight": server.max_in_flight}
+                    self._json(200, stats)
+                elif self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
@@ -298,6 +302,61 @@ class ScriptedChatServer:
             code = -1  # the client gave up (timeout) before we answered
         with self._lock:
             self.statuses.append(code)
+
+
+def _serve_forever(kwargs: dict[str, Any], ports: Any) -> None:
+    server = ScriptedChatServer(**kwargs).start()
+    ports.put(int(server.base_url.rsplit(":", 1)[1].split("/")[0]))
+    threading.Event().wait()
+
+
+class ScriptedServerProcess:
+    """A ScriptedChatServer in a child process, like a real model server (no shared GIL).
+
+    Benchmarks use it so the server's own work does not slow the client down. Counters come from
+    `GET /v1/_stats`.
+    """
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+        self.proc: Any = None
+        self.port: int | None = None
+
+    def start(self) -> ScriptedServerProcess:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        ports = ctx.Queue()
+        self.proc = ctx.Process(target=_serve_forever, args=(self.kwargs, ports), daemon=True)
+        self.proc.start()
+        self.port = ports.get(timeout=30)
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, int]:
+        import urllib.request
+
+        with urllib.request.urlopen(self.base_url + "/_stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    @property
+    def n_requests(self) -> int:
+        return self.stats()["requests"]
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.join(timeout=10)
+            self.proc = None
+
+    def __enter__(self) -> ScriptedServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 # -- SmolLM2 via xllamacpp -------------------------------------------------------------------------

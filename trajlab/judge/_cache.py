@@ -1,17 +1,18 @@
 """Content-hash cache of model responses: a rerun with the same prompts sends zero requests.
 
 One small JSON file per response under `<dir>/<2 hex>/<64 hex>.json`, written atomically, so
-concurrent workers and an interrupted run never leave a half-written entry.
+concurrent workers and an interrupted run never leave a half-written entry (a crash may lose the
+newest entries, which only costs those requests again).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
-
-from ..fsutil import atomic_write_text
 
 CACHE_DIRNAME = "_judge_cache"
 """Default cache folder inside a lab (a leading `_` keeps Parquet readers and lab recovery away)."""
@@ -38,7 +39,17 @@ class ResponseCache:
         return data if isinstance(data, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        atomic_write_text(self._path(key), json.dumps(value, ensure_ascii=False))
+        """Atomic (temp file + rename) but not fsynced: losing an entry in a crash costs one request."""
+        p = self._path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=p.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(value, ensure_ascii=False))
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json")) if self.root.is_dir() else 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+import orjson
 
 from ..errors import TrajlabError
 from ._cache import ResponseCache, cache_key
@@ -202,7 +203,10 @@ class LLMClient:
                 with self._sem:
                     with self._lock:
                         self.stats.requests += 1
-                    resp = self._client.chat.completions.create(**body)
+                    # The documented `client.post` for raw requests: same transport, auth, timeouts
+                    # and typed errors, without the SDK's per-request transformation of the (large)
+                    # body and response models, which cost more CPU than the rest of a judge call.
+                    text = self._client.post("/chat/completions", cast_to=str, body=body)
             except openai.BadRequestError as e:
                 if schema is not None and self.response_format == "json_schema" and _format_unsupported(e):
                     # The server does not do JSON-schema output: fall back to JSON mode for the rest of the run.
@@ -231,18 +235,19 @@ class LLMClient:
                 err, last, status = e, f"malformed response: {_short(e)}", None
             else:
                 try:
-                    choice = resp.choices[0]
-                    content = choice.message.content or ""
-                except (AttributeError, IndexError, TypeError) as e:
-                    err, last = e, "malformed response: no choices"
+                    resp = orjson.loads(text)
+                    choice = resp["choices"][0]
+                    content = choice["message"].get("content") or ""
+                except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as e:
+                    err, last = e, f"malformed response: {_short(e, 120)}"
                 else:
-                    usage = getattr(resp, "usage", None)
+                    usage = resp.get("usage") or {}
                     comp = Completion(
-                        content=content,
-                        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                        model=getattr(resp, "model", None),
-                        finish_reason=getattr(choice, "finish_reason", None),
+                        content=str(content),
+                        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                        completion_tokens=int(usage.get("completion_tokens") or 0),
+                        model=resp.get("model"),
+                        finish_reason=choice.get("finish_reason"),
                         attempts=attempts,
                     )
                     with self._lock:

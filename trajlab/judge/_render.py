@@ -350,24 +350,34 @@ def render_trajectory(view: TrajectoryView, opts: RenderOptions | None = None) -
         rend.text = header + "\n\n(no steps recorded)"
         rend.tokens = estimate_tokens(rend.text)
         return rend
-    htok = estimate_tokens(header) + 8
-    budget = o.max_tokens
-    for _ in range(3):  # the per-step estimate can drift from the joined text: refit with the overshoot
-        levels, total = _fit(r, steps, budget, htok)
-        if total > budget:
-            break
-        body, collapsed, shortened = _body(r, steps, levels)
-        text = header + "\n\nSTEPS\n\n" + body
-        over = estimate_tokens(text) - o.max_tokens
-        if over > 0:
-            budget -= over + 16
-            continue
-        rend.text, rend.collapsed_steps, rend.shortened_steps = text, collapsed, shortened
-        rend.tokens = estimate_tokens(text)
+    fitted = _fit_text(r, steps, header, o.max_tokens)
+    if fitted is not None:
+        rend.text, rend.collapsed_steps, rend.shortened_steps = fitted
+        rend.tokens = estimate_tokens(rend.text)
         rend.step_indexes = {int(s["step_index"]) for s in steps}
         rend.errors_verbatim = [i for i in errors if _verbatim(r, view, i, rend.text)]
         return rend
     return _windowed(r, view, o, header, rend)
+
+
+def _fit_text(
+    r: _Renderer, steps: list[dict[str, Any]], header: str, max_tokens: int
+) -> tuple[str, int, int] | None:
+    """Header + steps within `max_tokens`, or None. The per-step estimate can drift from the joined
+    text (collapsed runs cost a line each), so a result that overshoots is refitted tighter."""
+    htok = estimate_tokens(header) + 8
+    budget = max_tokens
+    for _ in range(6):
+        levels, total = _fit(r, steps, budget, htok)
+        if total > budget:
+            return None
+        body, collapsed, shortened = _body(r, steps, levels)
+        text = header + "\n\nSTEPS\n\n" + body
+        over = estimate_tokens(text) - max_tokens
+        if over <= 0:
+            return text, collapsed, shortened
+        budget -= int(over * 1.2) + 16
+    return None
 
 
 def _verbatim(r: _Renderer, view: TrajectoryView, i: int, text: str) -> bool:
@@ -403,6 +413,9 @@ def _windowed(
             acc = 0
         groups[-1].append(s)
         acc += size
+    if len(groups) == 1 and len(steps) > 1:  # it did not fit whole: at least two windows
+        half = len(steps) // 2
+        groups = [steps[:half], steps[half:]]
     if len(groups) > o.max_windows:
         rend.too_long = (
             f"too long: ~{rend.raw_tokens:,} tokens would need {len(groups)} windows of "
@@ -417,9 +430,13 @@ def _windowed(
             f"{header}\n\nWINDOW {k + 1} of {n}: steps #{first}-#{last} of this run. The other windows are "
             "judged separately; judge only what this window shows."
         )
-        levels, _ = _fit(r, g, o.max_tokens, estimate_tokens(wh) + 8)
-        body, col, short = _body(r, g, levels)
-        text = wh + "\n\nSTEPS\n\n" + body
+        fitted = _fit_text(r, g, wh, o.max_tokens)
+        if fitted is None:
+            rend.too_long = f"too long: window {k + 1} of {n} cannot be fitted into {o.max_tokens:,} tokens"
+            rend.windows = []
+            rend.tokens = rend.raw_tokens
+            return rend
+        text, col, short = fitted
         rend.windows.append(
             Window(k, n, first, last, text, estimate_tokens(text), {int(s["step_index"]) for s in g})
         )

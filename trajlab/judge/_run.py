@@ -136,23 +136,26 @@ def select_trajectories(lab: Lab, selection: str | Sequence[str] = "failed") -> 
     return list(dict.fromkeys(wanted))
 
 
-def _done_label_ids(lab: Lab, label_ids: Iterable[str]) -> set[str]:
+def _existing_labels(lab: Lab, label_ids: Iterable[str]) -> dict[str, str]:
+    """label_id -> status of the labels that already exist among `label_ids`."""
     if not lab.has("judge_labels"):
-        return set()
+        return {}
     wanted = list(label_ids)
     t = lab.read("judge_labels", ["label_id", "status"], pc.field("label_id").isin(wanted))
-    return {
-        lid
-        for lid, st in zip(t.column("label_id").to_pylist(), t.column("status").to_pylist())
-        if st in DONE_STATUSES
-    }
+    return dict(zip(t.column("label_id").to_pylist(), t.column("status").to_pylist()))
 
 
 class _Writer:
-    """Buffers label rows and commits them in small transactions (an interrupt loses nothing committed)."""
+    """Buffers label rows and commits them every `every` rows or `seconds` seconds.
 
-    def __init__(self, lab: Lab, every: int, seconds: float):
+    Only labels that already exist are deleted before their replacement is appended, so a first run
+    never rewrites Parquet parts. An interrupt loses at most the uncommitted buffer, whose model
+    answers are in the response cache anyway.
+    """
+
+    def __init__(self, lab: Lab, every: int, seconds: float, existing: set[str] | None = None):
         self.lab, self.every, self.seconds = lab, every, seconds
+        self.existing = set(existing or ())
         self.rows: list[dict[str, Any]] = []
         self.last = time.monotonic()
         self.written = 0
@@ -165,9 +168,12 @@ class _Writer:
     def flush(self) -> None:
         if not self.rows:
             return
+        replaced = [r["label_id"] for r in self.rows if r["label_id"] in self.existing]
         with self.lab.write("judge") as txn:
-            txn.delete("judge_labels", "label_id", [r["label_id"] for r in self.rows])
+            if replaced:
+                txn.delete("judge_labels", "label_id", replaced)
             txn.append("judge_labels", self.rows)
+        self.existing.difference_update(replaced)
         self.written += len(self.rows)
         self.rows = []
         self.last = time.monotonic()
@@ -224,7 +230,7 @@ def judge_lab(
     use_cache: bool = True,
     cache_dir: str | Path | None = None,
     progress: bool = True,
-    commit_every: int = 16,
+    commit_every: int = 256,
     commit_seconds: float = 10.0,
     client: LLMClient | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
@@ -257,14 +263,15 @@ def judge_lab(
     tids = select_trajectories(lab, selection)
     report.selected = len(tids)
     label_of = {t: short_id("jl", "llm", model, phash, t) for t in tids}
-    done = set() if force else _done_label_ids(lab, label_of.values())
+    existing = _existing_labels(lab, label_of.values())
+    done = set() if force else {lid for lid, st in existing.items() if st in DONE_STATUSES}
     todo = [t for t in tids if label_of[t] not in done]
     report.skipped_done = len(tids) - len(todo)
     if dry_run:
         _plan(lab, judge, todo, report, settings, progress)
         report.seconds = time.perf_counter() - t0
         return report
-    writer = _Writer(lab, commit_every, commit_seconds)
+    writer = _Writer(lab, commit_every, commit_seconds, set(existing))
     stats0 = client.stats.as_dict()
     bar = tqdm(total=len(todo), desc="judge", unit="traj", disable=not progress, leave=False)
     limit = settings.max_concurrency * 2
@@ -405,10 +412,11 @@ def rules_judge(
     tids = select_trajectories(lab, selection)
     report.selected = len(tids)
     label_of = {t: short_id("jl", "rules", RULES_VERSION, phash, t) for t in tids}
-    done = set() if force else _done_label_ids(lab, label_of.values())
+    existing = _existing_labels(lab, label_of.values())
+    done = set() if force else {lid for lid, st in existing.items() if st in DONE_STATUSES}
     todo = [t for t in tids if label_of[t] not in done]
     report.skipped_done = len(tids) - len(todo)
-    writer = _Writer(lab, 4096, 60.0) if write and not dry_run else None
+    writer = _Writer(lab, 4096, 60.0, set(existing)) if write and not dry_run else None
     for view in tqdm(iter_views(lab, todo), total=len(todo), desc="rules", disable=not progress, leave=False):
         verdict = judge_rules_view(view, dmap)
         row = _rules_row(verdict, _base_row(view.trajectory_id, "rules", RULES_VERSION, phash, tax, run_id))
