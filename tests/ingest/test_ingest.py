@@ -123,6 +123,26 @@ def test_duplicated_files_are_reported(runs: Path, tmp_path: Path) -> None:
     )
 
 
+def test_moved_file_is_not_a_duplicate(runs: Path, tmp_path: Path) -> None:
+    ingest([runs], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    before = trajectories(lab)["0199aaaa-1111-7000-8000-000000000001"]["trajectory_id"]
+    src = runs / "codex" / Path(CODEX).name
+    dst = runs / "codex" / "renamed.jsonl"
+    src.rename(dst)
+    rep = ingest([runs], tmp_path / "lab", workers=1, progress=False)
+    assert (rep.runners["codex"].files, rep.runners["codex"].duplicates) == (1, 0)
+    lab.refresh()
+    rows = query(
+        lab, "select trajectory_id, source_path from trajectories where runner = 'codex'"
+    ).to_pylist()
+    assert rows == [{"trajectory_id": before, "source_path": str(dst)}]  # content id: unchanged
+    paths = (
+        query(lab, "select source_path from sources where runner = 'codex'").column("source_path").to_pylist()
+    )
+    assert paths == [str(dst)]
+
+
 def test_meta_sidecars(runs: Path, tmp_path: Path, invariant) -> None:
     meta = runs / "trajlab-meta.jsonl"
     lines = [

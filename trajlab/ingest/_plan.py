@@ -63,6 +63,7 @@ class Plan:
     sizes: dict[str, int] = field(default_factory=dict)  # unit key -> total bytes
     replaced: dict[str, dict[str, Any]] = field(default_factory=dict)  # unit key -> previous sources row
     duplicates: list[tuple[SourceUnit, str]] = field(default_factory=list)  # (unit, key of the original)
+    moved: dict[str, str] = field(default_factory=dict)  # unit key -> key of its recorded, vanished original
     touched: list[SourceUnit] = field(default_factory=list)  # same bytes, new mtime: refresh the fingerprint
     unchanged: Counter[str] = field(default_factory=Counter)  # runner -> units skipped
     unknown: list[tuple[Path, list[str]]] = field(default_factory=list)  # new or changed unknown files
@@ -187,6 +188,11 @@ def _find_duplicates(plan: Plan, force: bool, native_ids: dict[str, str | None])
                 seen[u.digest] = key
                 continue
             other = seen.get(u.digest) or known.get(u.digest)
+            if other is not None and other != key and other not in seen.values() and not Path(other).exists():
+                # the recorded original is gone: the file was moved or renamed, not copied
+                plan.moved[key] = other
+                known.pop(u.digest, None)
+                other = None
             if other is not None and other != key:
                 plan.duplicates.append((u, other))
                 continue

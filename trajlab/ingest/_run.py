@@ -155,6 +155,9 @@ def _absorb(txn: Transaction, br: BatchResult, plan: Plan, report: IngestReport)
             report.note_quarantined(*q)
         key = src["source_path"]
         _forget(txn, key, src["files"], plan.replaced.get(key), set(src["trajectory_ids"]))
+        if key in plan.moved:  # the same bytes were ingested under the old path: drop those rows
+            old_key = plan.moved[key]
+            _forget(txn, old_key, [], plan.existing.get(old_key), set(src["trajectory_ids"]))
         txn.append("sources", [src])
 
 

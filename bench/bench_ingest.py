@@ -1,0 +1,254 @@
+"""Benchmark `trajlab ingest` against the parse-only limit and a naive baseline (not a test).
+
+    python bench/bench_ingest.py                      # >= 1.1 GB corpus, 3 runs of every mode
+    python bench/bench_ingest.py --size-mb 200 --runs 3
+
+The corpus (Codex rollouts + Claude Code sessions modeled on the real samples, see synth_rollouts.py)
+is written once under bench/out/corpus (git-ignored) with a fixed seed. Every measurement runs in a
+fresh subprocess, in interleaved order, so that each mode sees the same page cache and machine load:
+
+  parse     the parse-only limit: read every file line by line and `orjson.loads` every record
+  naive     the naive baseline: `json.loads` every record, `pandas.DataFrame` per file (nested values
+            as JSON text), `to_parquet` per file
+  ingest-N  `trajlab.ingest.ingest(..., workers=N)` into a fresh lab
+
+Times are wall-clock around the work inside the subprocess (interpreter start-up and imports
+excluded); CPU time of the process tree is reported too. Peak memory is sampled every 20 ms from
+/proc for the whole process tree (parent + workers): the sum of RSS (pessimistic, counts pages
+shared after fork twice) and the sum of PSS. Results: a table on stdout and bench/out/bench_ingest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from synth_rollouts import corpus_bytes, synthesize  # noqa: E402
+
+WORKER = r"""
+import json, os, sys, time, glob, resource
+mode, corpus, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
+out = {"mode": mode}
+if mode == "parse":
+    import orjson
+    loads = orjson.loads
+    t0 = time.perf_counter(); c0 = time.process_time(); n = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                loads(line); n += 1
+    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
+elif mode == "naive":
+    import json as js
+    import pandas as pd
+    os.makedirs(scratch, exist_ok=True)
+    t0 = time.perf_counter(); c0 = time.process_time(); n = 0
+    for i, f in enumerate(files):
+        recs = []
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                d = js.loads(line)
+                recs.append({k: (js.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in d.items()})
+        n += len(recs)
+        pd.DataFrame(recs).to_parquet(os.path.join(scratch, f"{i}.parquet"))
+    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
+else:
+    from trajlab.ingest import ingest
+    workers = int(mode.split("-")[1])
+    t0 = time.perf_counter(); c0 = time.process_time()
+    rep = ingest([corpus], scratch, workers=workers, progress=False)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0 + ru.ru_utime + ru.ru_stime,
+               records=rep.records_seen, steps=rep.totals.steps, trajectories=rep.totals.trajectories,
+               quarantined=rep.records_quarantined, invariant=rep.invariant_holds)
+out["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _mem_kb(pid: int) -> tuple[int, int]:
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+class TreeMemory:
+    """Samples the memory of a process and all its descendants until stopped; keeps the peaks."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.pid, self.interval = pid, interval
+        self.peak_rss = self.peak_pss = 0
+        self.max_procs = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pids, todo = [], [self.pid]
+            while todo:
+                p = todo.pop()
+                pids.append(p)
+                todo += _children(p)
+            mem = [_mem_kb(p) for p in pids]
+            self.peak_rss = max(self.peak_rss, sum(m[0] for m in mem))
+            self.peak_pss = max(self.peak_pss, sum(m[1] for m in mem))
+            self.max_procs = max(self.max_procs, len(pids))
+            time.sleep(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def measure(mode: str, corpus: Path, scratch: Path) -> dict:
+    shutil.rmtree(scratch, ignore_errors=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER, mode, str(corpus), str(scratch)], stdout=subprocess.PIPE, text=True
+    )
+    mem = TreeMemory(proc.pid)
+    stdout, _ = proc.communicate()
+    mem.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} failed with exit code {proc.returncode}")
+    res = json.loads(next(line for line in stdout.splitlines() if line.startswith("RESULT "))[7:])
+    res.update(peak_rss_mb=mem.peak_rss / 1024, peak_pss_mb=mem.peak_pss / 1024, processes=mem.max_procs)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=HERE / "out" / "corpus")
+    ap.add_argument("--scratch", type=Path, default=HERE / "out" / "scratch")
+    ap.add_argument("--size-mb", type=float, default=1100.0)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default="parse,naive,ingest-1,ingest-2")
+    ap.add_argument("--json", type=Path, default=HERE / "out" / "bench_ingest.json")
+    a = ap.parse_args()
+
+    if not a.corpus.exists() or corpus_bytes(a.corpus) < a.size_mb * 1e6 * 0.98:
+        shutil.rmtree(a.corpus, ignore_errors=True)
+        print(f"synthesizing {a.size_mb:.0f} MB into {a.corpus} (seed {a.seed}) ...", file=sys.stderr)
+        synthesize(a.corpus, a.size_mb, a.seed)
+    files = sorted(a.corpus.rglob("*.jsonl"))
+    total = sum(f.stat().st_size for f in files)
+    for f in files:  # warm the page cache once, so that no mode pays for the first read alone
+        with open(f, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+    modes = a.modes.split(",")
+    info = {
+        "corpus_bytes": total,
+        "files": len(files),
+        "runs": a.runs,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_before": os.getloadavg(),
+    }
+    print(
+        f"corpus: {total / 1e6:.0f} MB in {len(files)} files; {a.runs} runs of {', '.join(modes)}",
+        file=sys.stderr,
+    )
+    results: dict[str, list[dict]] = {m: [] for m in modes}
+    for r in range(a.runs):
+        order = modes if r % 2 == 0 else modes[::-1]  # interleave, alternating the order
+        for m in order:
+            res = measure(m, a.corpus, a.scratch / m)
+            results[m].append(res)
+            print(
+                f"run {r + 1} {m:9s} {res['seconds']:7.2f}s  {total / 1e6 / res['seconds']:7.1f} MB/s  "
+                f"peak RSS {res['peak_rss_mb']:6.0f} MB",
+                file=sys.stderr,
+            )
+    info["load_after"] = os.getloadavg()
+
+    summary = {}
+    for m, rs in results.items():
+        sec = statistics.median(x["seconds"] for x in rs)
+        summary[m] = {
+            "median_s": sec,
+            "mb_s": total / 1e6 / sec,
+            "records_s": rs[0]["records"] / sec,
+            "steps_s": (rs[0]["steps"] / sec) if "steps" in rs[0] else None,
+            "cpu_s": statistics.median(x["cpu"] for x in rs),
+            "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+            "peak_pss_mb": max(x["peak_pss_mb"] for x in rs),
+            "all_s": [round(x["seconds"], 3) for x in rs],
+        }
+    ratios = {}
+    if "ingest-1" in summary and "parse" in summary:
+        ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_s"] / summary["parse"]["mb_s"]
+    if "ingest-1" in summary and "naive" in summary:
+        ratios["ingest-1 / naive"] = summary["ingest-1"]["mb_s"] / summary["naive"]["mb_s"]
+    if "ingest-2" in summary and "naive" in summary:
+        ratios["ingest-2 / naive"] = summary["ingest-2"]["mb_s"] / summary["naive"]["mb_s"]
+    if "ingest-2" in summary and "ingest-1" in summary:
+        ratios["speed-up 2 workers"] = summary["ingest-2"]["mb_s"] / summary["ingest-1"]["mb_s"]
+    ing = results.get("ingest-1") or results.get("ingest-2") or []
+    if ing:
+        info.update(
+            steps=ing[0]["steps"],
+            trajectories=ing[0]["trajectories"],
+            records=ing[0]["records"],
+            quarantined=ing[0]["quarantined"],
+            invariant=ing[0]["invariant"],
+        )
+
+    print(
+        f"\n{total / 1e6:.0f} MB, {info['files']} files, {info.get('records', '?')} records, "
+        f"{info.get('steps', '?')} steps; median of {a.runs} runs; load {info['load_before'][0]:.1f} -> "
+        f"{info['load_after'][0]:.1f} on {info['cpus']} CPUs\n"
+    )
+    print("| mode | median s | MB/s | records/s | steps/s | CPU s | peak RSS (tree) | peak PSS (tree) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for m, s in summary.items():
+        steps = f"{s['steps_s']:,.0f}" if s["steps_s"] else "-"
+        print(
+            f"| {m} | {s['median_s']:.2f} | {s['mb_s']:.1f} | {s['records_s']:,.0f} | {steps} | {s['cpu_s']:.2f} | "
+            f"{s['peak_rss_mb']:.0f} MB | {s['peak_pss_mb']:.0f} MB |"
+        )
+    print()
+    for k, v in ratios.items():
+        print(f"- {k}: {v:.2f}x")
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(
+        json.dumps({"info": info, "summary": summary, "ratios": ratios, "runs": results}, indent=1)
+    )
+
+
+if __name__ == "__main__":
+    main()
