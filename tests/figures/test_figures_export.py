@@ -193,3 +193,18 @@ def test_figures_list():
     for name in FIGURES:
         assert f"{name}: " in r.output
     assert "trajectory_id=None" in r.output and "source='judge'" in r.output
+
+
+def test_one_failing_figure_is_reported_and_the_others_go_on(fig_lab, tmp_path, monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
+    rep = export_figures(
+        fig_lab,
+        tmp_path / "out",
+        formats=("png",),
+        only=["exemplar_dag", "accuracy_by_difficulty"],
+        options={"exemplar_dag": {"trajectory_id": "t_zzz"}},
+        progress=False,
+    )
+    assert rep.failed == {"exemplar_dag": f"LabError: no trajectory 't_zzz' in {fig_lab.root}"}
+    assert list(rep.sidecars) == ["accuracy_by_difficulty"]
+    assert "exemplar_dag: FAILED: LabError" in rep.format()

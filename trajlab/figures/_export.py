@@ -208,14 +208,14 @@ class ExportReport:
 
     def format(self) -> str:
         lines = [f"figures of {self.lab} (generation {self.generation}) in {self.out_dir}:"]
-        for name in self.results or self.sidecars:
+        for name in dict.fromkeys([*self.results, *self.sidecars, *self.failed]):
             if name in self.failed:
                 lines.append(f"  {name}: FAILED: {self.failed[name]}")
             elif name in self.skipped:
                 lines.append(f"  {name}: skipped: {self.skipped[name]}")
             elif self.produced.get(name):
                 lines.append(f"  {name}: " + ", ".join(p.name for p in self.produced[name]))
-            else:
+            elif name in self.sidecars:
                 lines.append(f"  {name}: data only ({self.sidecars[name].name})")
         if self.browser_missing:
             lines.append(self.browser_missing)
