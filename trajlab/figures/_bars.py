@@ -182,7 +182,7 @@ def tool_gaps(
     fig.update_xaxes(
         tickformat=".0%", nticks=4, range=[0, min(1.0, top_share * 1.05)], row=1, col=1, title={"text": what}
     )
-    fig.update_xaxes(tickformat="+.0%", nticks=5, row=1, col=2, title={"text": "gap (success − failure)"})
+    fig.update_xaxes(tickformat=".0%", nticks=5, row=1, col=2, title={"text": "gap (success − failure)"})
     fig.update_yaxes(autorange="reversed", showgrid=False, categoryorder="array", categoryarray=labels)
     fig.update_layout(barmode="group", bargap=0.2)
     _legend_top(fig)
