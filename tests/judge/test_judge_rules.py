@@ -121,3 +121,68 @@ def test_rules_judge_on_generated_examples(tmp_path) -> None:
     assert 0.25 <= res["coverage"] <= 0.7
     assert res["on_labeled"]["category"]["accuracy"] >= 0.9
     assert res["on_labeled"]["decisive_step"]["within_1"] >= 0.9
+
+
+def test_degenerate_runs(tmp_path) -> None:
+    """No steps, control characters, a 3 MB output: each gets a status, nothing crashes."""
+    weird = {
+        "trajectory_id": "t_weird",
+        "runner": "x",
+        "format": "x",
+        "outcome": "failure",
+        "task": "bad \x00 \x1b[31m",
+        "steps": [
+            {"kind": "user", "text": "hello \x00"},
+            {
+                "kind": "tool_call",
+                "tool": "python",
+                "modality": "compute",
+                "command": "python3 x.py",
+                "output": "\x00\x01 binary " * 1000 + "Traceback (most recent call last):\nValueError: boom",
+                "exit_code": 1,
+                "is_error": True,
+            },
+            {"kind": "assistant", "text": "done"},
+        ],
+    }
+    empty = {
+        "trajectory_id": "t_empty",
+        "runner": "x",
+        "format": "x",
+        "outcome": "failure",
+        "domain": "video",
+        "task": "In a.mp4 what appears?",
+        "steps": [],
+    }
+    huge = {
+        "trajectory_id": "t_huge",
+        "runner": "x",
+        "format": "x",
+        "outcome": "failure",
+        "task": "t",
+        "steps": [
+            {"kind": "user", "text": "t"},
+            {
+                "kind": "tool_call",
+                "tool": "cat",
+                "modality": "file",
+                "command": "cat big",
+                "output": "y" * 3_000_000,
+                "exit_code": 1,
+                "is_error": True,
+            },
+            {"kind": "assistant", "text": "a"},
+        ],
+    }
+    lab = make_lab(tmp_path / "lab", extra=[weird, empty, huge])
+    rep = rules_judge(lab, "omni-failure", progress=False)
+    assert rep.judged == 3
+    rows = {r["trajectory_id"]: r for r in lab.read("judge_labels").to_pylist()}
+    assert (
+        rows["t_empty"]["status"] == "unjudgeable"
+        and rows["t_empty"]["status_reason"] == "rules: abstained: no steps recorded"
+    )
+    assert (
+        rows["t_weird"]["category"] == "reasoning_calculation" and rows["t_weird"]["decisive_step_index"] == 1
+    )
+    assert rows["t_huge"]["status"] == "unjudgeable"

@@ -28,6 +28,7 @@ from ._signals import (
     needed_modalities,
     quote,
     recovered,
+    scan_text,
     single_frame,
     tool_of,
 )
@@ -181,7 +182,7 @@ def _media_hits(view: TrajectoryView, infra: list[Hit]) -> list[Hit]:
             empty = [
                 s
                 for s in ok
-                if _EMPTY_OUTPUT.search(str(s.get("output") or "")) or not str(s.get("output") or "").strip()
+                if _EMPTY_OUTPUT.search(scan_text(s, ("output",))) or not str(s.get("output") or "").strip()
             ]
             bad = failed + ([] if len(empty) < len(ok) else empty)
             if bad:
@@ -290,6 +291,8 @@ def detect(view: TrajectoryView) -> list[Hit]:
 
 
 def decide(view: TrajectoryView, detector_map: dict[str, str]) -> RulesVerdict:
+    if not view.steps:
+        return RulesVerdict(None, None, None, coverage="abstained: no steps recorded")
     hits = detect(view)
     mapped = [h for h in hits if h.detector in detector_map]
     unmapped = sorted({h.detector for h in hits if h.detector not in detector_map})

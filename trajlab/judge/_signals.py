@@ -90,8 +90,21 @@ _SINGLE_FRAME = re.compile(r"-frames:v\s+1\b|-vframes\s+1\b|-frames\s+1\b")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w*(?:Error|Exception): ", re.M)
 
 
+_SCAN = 16_000
+
+
+def scan_text(step: dict[str, Any], keys: tuple[str, ...] = ("output", "stderr")) -> str:
+    """Head and tail of the step's outputs: error messages live there, and scanning megabytes of
+    output with a dozen regexes would dominate the rules judge's time."""
+    parts = []
+    for k in keys:
+        v = str(step.get(k) or "")
+        parts.append(v if len(v) <= 2 * _SCAN else v[:_SCAN] + "\n" + v[-_SCAN:])
+    return "\n".join(parts)
+
+
 def error_family(step: dict[str, Any]) -> str | None:
-    text = "\n".join(str(step.get(k) or "") for k in ("output", "stderr"))
+    text = scan_text(step)
     if step.get("timed_out") or step.get("exit_code") == 124:
         return "timeout"
     for name, rx in FAMILIES:
@@ -176,12 +189,12 @@ def single_frame(step: dict[str, Any]) -> bool:
 
 
 def has_traceback(step: dict[str, Any]) -> bool:
-    return bool(_TRACEBACK.search(str(step.get("output") or "") + "\n" + str(step.get("stderr") or "")))
+    return bool(_TRACEBACK.search(scan_text(step)))
 
 
 def quote(step: dict[str, Any], rx: re.Pattern[str] | None = None, n: int = 160) -> str:
     """A short quote from the step: the line matching `rx`, else the first non-empty output line."""
-    text = "\n".join(str(step.get(k) or "") for k in ("output", "stderr", "text"))
+    text = scan_text(step, ("output", "stderr", "text"))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if rx is not None:
         for ln in lines:
