@@ -8,7 +8,6 @@ if it fails after that, what was written stays and the failure is quarantined ne
 
 from __future__ import annotations
 
-import gc
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -101,19 +100,11 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
     folder = Path(staging) / f"w{os.getpid()}-{os.urandom(4).hex()}"
     writers = _Writers(folder, generation)
     result = BatchResult()
-    # Parsing allocates millions of acyclic dicts and strings; the cyclic GC would walk them over and
-    # over for nothing (about 10% of the CPU time). It is switched off for the batch and back on after.
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        for unit in units:
-            ur = _parse_unit(unit, writers, _STATE["defaults"], _STATE["meta"])
-            result.units.append(ur)
-            result.bytes += sum(ur.source["sizes"])
-        result.parts = writers.close()
-    finally:
-        if gc_was_on:
-            gc.enable()
+    for unit in units:
+        ur = _parse_unit(unit, writers, _STATE["defaults"], _STATE["meta"])
+        result.units.append(ur)
+        result.bytes += sum(ur.source["sizes"])
+    result.parts = writers.close()
     return result
 
 

@@ -25,7 +25,7 @@ _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", ">>", "&>", ">&", "<&", ">|", "<>", 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0", "e": "\x1b"}
 
 
-@dataclass
+@dataclass(slots=True)
 class SimpleCommand:
     """One simple command: its words, redirections and any here-document bodies."""
 
@@ -313,7 +313,7 @@ def _fast(s: str) -> ParsedShell:
     for tok in _FAST_TOKEN.findall(s):
         if tok in _FAST_OPS:
             if argv:
-                commands.append(SimpleCommand(argv))
+                commands.append(SimpleCommand(argv, [], [], []))
                 operators.append(tok)
                 argv = []
             elif operators:
@@ -321,7 +321,7 @@ def _fast(s: str) -> ParsedShell:
         else:
             argv.append(tok.replace("'", "") if "'" in tok else tok)
     if argv:
-        commands.append(SimpleCommand(argv))
+        commands.append(SimpleCommand(argv, [], [], []))
         operators.append("")
     if operators:
         operators[-1] = ""

@@ -26,9 +26,8 @@ The modality rules, in order:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -71,14 +70,14 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", flags=re.S)
 _PLAIN_ARG = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
-@dataclass(frozen=True)
-class ToolInfo:
+class ToolInfo(NamedTuple):
     tool: str | None
     programs: tuple[str, ...]
     modality: str | None
     command: str | None
 
 
+@lru_cache(maxsize=8192)
 def program_name(word: str) -> str:
     base = word.rsplit("/", 1)[-1].lower()
     if base in ALIASES:
@@ -90,7 +89,7 @@ def program_name(word: str) -> str:
 
 
 def _skip_assignments(argv: list[str], i: int) -> int:
-    while i < len(argv) and _ASSIGNMENT.fullmatch(argv[i]):
+    while i < len(argv) and "=" in argv[i] and _ASSIGNMENT.fullmatch(argv[i]):
         i += 1
     return i
 
@@ -259,13 +258,19 @@ def analyze_command(command: str) -> ToolInfo:
             for sc2 in parse_shell(sub).commands:
                 for prog, args in _resolve(sc2.argv):
                     resolved.append((prog, args, sc2.heredocs, bool(sc2.redirects)))
-    programs = tuple(p for p, _, _, _ in resolved)
+    programs = tuple(r[0] for r in resolved)
     if not resolved:
         return ToolInfo(None, programs, None, command)
     # Writing a script with `cat > f <<EOF` is preparation: the program that runs it is the tool.
-    best = min(range(len(resolved)), key=lambda k: _rank(resolved[k][0], resolved[k][1]))
-    prog, args, _, redirected = resolved[best]
-    script = "\n".join(h for _, _, hs, _ in resolved for h in hs) or None
+    best, best_rank = resolved[0], _rank(resolved[0][0], resolved[0][1])
+    for r in resolved[1:]:
+        if best_rank == 0:
+            break
+        k = _rank(r[0], r[1])
+        if k < best_rank:
+            best, best_rank = r, k
+    prog, args, _, redirected = best
+    script = "\n".join(h for r in resolved for h in r[2]) if any(r[2] for r in resolved) else None
     if prog in TRIVIAL:
         modality = "file" if redirected else "compute"
     else:
