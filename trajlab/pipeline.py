@@ -176,6 +176,14 @@ def run_demo(
 
         return demo_distill(lab_path, out / "distill", examples)
 
+    def figures() -> tuple[str, dict[str, Any]]:
+        from .figures import export_figures, export_tables
+
+        lab = Lab.open(lab_path)
+        report = export_figures(lab, out / "figures", formats=("pdf", "png", "svg"), progress=progress)
+        tables = export_tables(lab, out / "tables", results=report.results)
+        return f"{report.format()}\n{len(tables)} table files in {out / 'tables'}", {}
+
     _stage(result, "generate example runs", gen, echo)
     _stage(result, "ingest", ing, echo)
     _stage(result, "overview (SQL)", overview, echo)
@@ -184,5 +192,6 @@ def run_demo(
     _stage(result, "human review, agreement, propagation", review, echo)
     _stage(result, "tool-usage analytics (DuckDB SQL)", analyses, echo)
     _stage(result, "skill distillation", distill, echo)
+    _stage(result, "paper figures and tables", figures, echo)
     echo(f"browse it: trajlab dash {lab_path}")
     return result
