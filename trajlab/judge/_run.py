@@ -94,9 +94,7 @@ class JudgeRunReport:
             f"{self.selected} selected, {self.skipped_done} already done (skipped), {self.judged} judged in "
             f"{self.seconds:.1f}s" + (" -- INTERRUPTED, rerun to resume" if self.interrupted else "")
         )
-        lines.append(
-            "status: " + ", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items())) or "status: -"
-        )
+        lines.append("status: " + (", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items())) or "-"))
         if self.judge == "llm":
             lines.append(
                 f"requests: {self.requests} sent ({self.retries} retries), {self.cache_hits} from cache; "
