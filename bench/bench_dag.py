@@ -4,7 +4,8 @@
     python bench/bench_dag.py --steps 200000 --repeat 3
     python bench/bench_dag.py --rebuild                # synthesize the labs again
 
-What is timed (medians over --repeat runs; every run is a fresh process, so its peak RSS is its own):
+What is timed (medians over --repeat runs of wall time and of CPU time, the process plus its workers;
+every run is a fresh process, so its peak RSS is its own):
 
 - read-arrow : scan the steps table's DAG columns with pyarrow (C++ only, no Python objects)
 - read-rows  : the same scan turned into Python row dicts, batch by batch (what any Python consumer that
@@ -257,14 +258,15 @@ def _child(mode: str, lab_path: str) -> None:
     from trajlab.store import Lab
 
     lab = Lab.open(lab_path)
-    t0 = time.perf_counter()
-    n = 0
     scan = {
         "columns": list(STEP_COLUMNS),
         "batch_size": 16_384,
         "batch_readahead": 2,
         "fragment_readahead": 1,
     }
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    n = 0
     if mode == "read-arrow":
         for batch in lab.dataset("steps").to_batches(**scan):
             n += batch.num_rows
@@ -276,13 +278,19 @@ def _child(mode: str, lab_path: str) -> None:
         n = rep.steps
         assert not rep.failed, rep.failed[:3]
     seconds = time.perf_counter() - t0
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {"mode": mode, "seconds": seconds, "steps": n, "rss_mb": rss_mb, "worker_rss_mb": workers_mb}
-        )
-    )
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = me.ru_utime + me.ru_stime - r0.ru_utime - r0.ru_stime
+    workers = kids.ru_utime + kids.ru_stime
+    out = {
+        "mode": mode,
+        "seconds": seconds,
+        "cpu": own + workers,
+        "own_cpu": own,
+        "workers_cpu": workers,
+        "steps": n,
+    }
+    out |= {"rss_mb": me.ru_maxrss / 1024, "worker_rss_mb": kids.ru_maxrss / 1024}
+    print(json.dumps(out))
 
 
 def _run(mode: str, lab: Path) -> dict[str, Any]:
@@ -315,32 +323,46 @@ def main() -> None:
     from trajlab.store import Lab
 
     info = Lab.open(big)
-    n_traj = info.rows("trajectories")
-    print(f"lab {big}: {info.rows('steps'):,} steps in {n_traj:,} trajectories "
-          f"({sum(f.stat().st_size for f in info.files('steps')) / 1e6:,.0f} MB of steps parquet); "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    size_mb = sum(f.stat().st_size for f in info.files("steps")) / 1e6
+    print(f"lab {big}: {info.rows('steps'):,} steps in {info.rows('trajectories'):,} trajectories")
+    print(f"  {size_mb:,.0f} MB of steps parquet; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     results: dict[str, list[dict[str, Any]]] = {"read-arrow": [], "read-rows": [], "build-1": [], "build": []}
     for r in range(a.repeat):  # interleaved so slow periods of a shared machine hit every mode alike
         for mode in results:
             res = _run(mode, big)
             results[mode].append(res)
             print(
-                f"  run {r + 1} {mode:<10} {res['seconds']:7.2f}s  peak RSS {res['rss_mb']:6.0f} MB"
-                f" (largest worker {res['worker_rss_mb']:.0f} MB)",
+                f"  run {r + 1} {mode:<10} {res['seconds']:7.1f}s wall {res['cpu']:7.1f}s CPU  "
+                f"peak RSS {res['rss_mb']:5.0f} MB (worker {res['worker_rss_mb']:.0f} MB)  "
+                f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     med = {m: statistics.median(x["seconds"] for x in v) for m, v in results.items()}
+    cpu = {m: statistics.median(x["cpu"] for x in v) for m, v in results.items()}
     rss = {m: max(x["rss_mb"] for x in v) for m, v in results.items()}
     wrss = {m: max(x["worker_rss_mb"] for x in v) for m, v in results.items()}
     steps = results["build"][0]["steps"]
+    own = statistics.median(x["own_cpu"] for x in results["build"])
+    wcpu = statistics.median(x["workers_cpu"] for x in results["build"])
     small_build = _run("build-1", small)
     print()
-    print(f"{'mode':<12}{'median s':>10}{'steps/s':>14}{'peak RSS MB':>14}{'worker MB':>12}")
+    print(f"{'mode':<12}{'wall s':>9}{'CPU s':>9}{'steps/s wall':>14}{'peak RSS MB':>13}{'worker MB':>11}")
     for m in results:
-        print(f"{m:<12}{med[m]:>10.2f}{steps / med[m]:>14,.0f}{rss[m]:>14.0f}{wrss[m]:>12.0f}")
+        print(f"{m:<12}{med[m]:>9.1f}{cpu[m]:>9.1f}{steps / med[m]:>14,.0f}{rss[m]:>13.0f}{wrss[m]:>11.0f}")
+    print(
+        "ratios of the medians (wall; CPU, process plus workers). On a shared machine CPU is the stable one."
+    )
     for m in ("build-1", "build"):
-        print(f"{m} / read-rows  = {med[m] / med['read-rows']:.2f}x  (goal: within 3x)")
-        print(f"{m} / read-arrow = {med[m] / med['read-arrow']:.2f}x")
+        w, c = med[m] / med["read-rows"], cpu[m] / cpu["read-rows"]
+        print(f"  {m:<8} / read-rows  = {w:5.2f}x wall; {c:5.2f}x CPU  (goal: within 3x)")
+        w, c = med[m] / med["read-arrow"], cpu[m] / cpu["read-arrow"]
+        print(f"  {m:<8} / read-arrow = {w:5.2f}x wall; {c:5.2f}x CPU")
+    n_workers = min(os.cpu_count() or 1, 4)
+    path = max(own, wcpu / n_workers)
+    print(
+        f"build with {n_workers} workers: parent {own:.1f}s CPU (read, hand out, write), workers {wcpu:.1f}s CPU; "
+        f"critical path on idle CPUs ~{path:.1f}s = {path / cpu['read-rows']:.2f}x read-rows"
+    )
     print(
         f"peak RSS of build-1: {rss['build-1']:.0f} MB on {steps:,} steps vs {small_build['rss_mb']:.0f} MB on "
         f"{small_build['steps']:,} steps (a quarter of the lab)"

@@ -209,13 +209,13 @@ def _branches(
     by_key: dict[tuple[str, str | None], str] = {}
     for v in order:
         n = nodes[v]
-        incoming = list(
-            dict.fromkeys(
-                nodes[u]["branch"]
-                for u, t in preds.get(v, ())
-                if t in ("data", "answer") and nodes[u]["branch"]
-            )
-        )
+        if n["kind"] != "action" and v != answer:
+            continue  # only actions (and the answer, for merges) take part in branches
+        incoming: list[str] = []
+        for u, t in preds.get(v, ()):
+            br = nodes[u]["branch"]
+            if br and (t == "data" or t == "answer") and br not in incoming:
+                incoming.append(br)
         media = n["kind"] == "action" and n["modality"] in MEDIA_MODALITIES and n["tool"] not in SETUP_TOOLS
         if len(incoming) >= 2 and (n["kind"] == "action" or v == answer):
             merges.append(v)

@@ -346,6 +346,7 @@ class _Builder:
         for u, last in urls.items():
             self.wanted[u].append(("u", last, u))
         self.finder = None
+        self.last_use = max([*values.values(), *paths.values(), *urls.values()], default=-1)
         if self.wanted:
             self.finder = ahocorasick.Automaton()
             for key in self.wanted:
@@ -464,7 +465,7 @@ class _Builder:
             return
         t = clip(text)
         ix = self.ix
-        if self.finder is not None:
+        if self.finder is not None and node < self.last_use:
             done: set[str] = set()
             for key in {k for _, k in self.finder.iter(t)}:
                 for kind, last, target in self.wanted[key]:

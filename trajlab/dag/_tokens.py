@@ -226,7 +226,9 @@ def norm_path(path: str, cwd: str | None = None) -> str:
 
 
 def basename(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
+    if path.endswith("/"):
+        path = path.rstrip("/")
+    return path[path.rfind("/") + 1 :]
 
 
 def dirname(path: str) -> str | None:
