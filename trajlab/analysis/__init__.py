@@ -2,8 +2,9 @@
 
 Each function returns an `AnalysisResult` (Arrow table + the exact SQL + params + what the lab is
 missing). Statistics SQL does not do well (bootstrap over trajectories, exact and permutation tests,
-multiple-comparison corrections) run vectorized in numpy on the SQL's per-trajectory output.
-See docs/analysis.md.
+multiple-comparison corrections) run vectorized in numpy on the SQL's per-trajectory output. The calls
+per (trajectory, tool), the expensive part of a gap query, can be materialized once per version of the
+steps (`refresh_tool_usage`; the `tool_usage` view). See docs/analysis.md.
 """
 
 from ._analyses import (
@@ -15,6 +16,7 @@ from ._analyses import (
     token_efficiency,
 )
 from ._catalog import (
+    COUNT_SOURCES,
     GROUP_COLUMNS,
     TOOL_KEYS,
     AnalysisInfo,
@@ -22,11 +24,14 @@ from ._catalog import (
     list_analyses,
     normalize_by,
     parse_value,
+    tool_counts_sql,
 )
 from ._gaps import gaps, gaps_schema
+from ._materialize import AUTO_MATERIALIZE_CALLS, ToolUsageFile, refresh_tool_usage, tool_usage_rows
 from ._result import MISSING_HINTS, AnalysisResult, missing_hint, read_metadata
 from ._run import LabFacts, connection, lab_facts, run_analysis, run_sql
 from ._stats import CORRECTIONS, TESTS, adjust_pvalues
+from ._usage import TOOL_USAGE_DIR, ToolUsage, tool_usage_current
 
 ANALYSES: dict[str, str] = {
     "gaps": "gaps",
@@ -40,15 +45,20 @@ ANALYSES: dict[str, str] = {
 
 __all__ = [
     "ANALYSES",
+    "AUTO_MATERIALIZE_CALLS",
     "CORRECTIONS",
+    "COUNT_SOURCES",
     "FAILURE_SOURCES",
     "GROUP_COLUMNS",
     "MISSING_HINTS",
     "TESTS",
     "TOOL_KEYS",
+    "TOOL_USAGE_DIR",
     "AnalysisInfo",
     "AnalysisResult",
     "LabFacts",
+    "ToolUsage",
+    "ToolUsageFile",
     "adjust_pvalues",
     "capability_usage",
     "connection",
@@ -63,8 +73,12 @@ __all__ = [
     "normalize_by",
     "parse_value",
     "read_metadata",
+    "refresh_tool_usage",
     "run_analysis",
     "run_sql",
     "step_funnel",
     "token_efficiency",
+    "tool_counts_sql",
+    "tool_usage_current",
+    "tool_usage_rows",
 ]

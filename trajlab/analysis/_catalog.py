@@ -11,7 +11,8 @@ Every file in `trajlab/analysis/sql/` starts with a comment header::
 Placeholders let one file serve any grouping; they are filled in before DuckDB sees the SQL:
 `{{by}}` becomes the grouping columns each followed by a comma (`model, harness, `) and
 `{{partition_by}}` becomes `PARTITION BY model, harness` (both become nothing without grouping);
-`{{key}}` becomes the expression that names a call's tool (see TOOL_KEYS).
+`{{key}}` becomes the expression that names a call's tool (see TOOL_KEYS); `{{tool_counts}}` becomes a
+relation with one row per (trajectory, tool it called) and its `n_calls` (see `tool_counts_sql`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ GROUP_COLUMNS: tuple[str, ...] = (
 
 GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "reasoning_effort"}
 
-PLACEHOLDERS = ("by", "partition_by", "key")
+PLACEHOLDERS = ("by", "partition_by", "key", "tool_counts")
 
 TOOL_KEYS: dict[str, str] = {
     "tool": "coalesce(tool, tool_name, '(unknown)')",
@@ -53,6 +54,35 @@ TOOL_KEYS: dict[str, str] = {
 }
 """What counts as one "tool" for `{{key}}`: the normalized tool (default), the tool with the call's
 modality (`python:video` vs `python:compute`), or every distinct program of the command line."""
+
+COUNT_SOURCES = ("auto", "tool_usage", "steps")
+"""Where `{{tool_counts}}` takes the per-trajectory tool counts from: `tool_usage` (the materialized
+table, see `refresh_tool_usage`), `steps` (counted on the fly), or `auto` (the table when it is
+current for the lab's steps, else steps)."""
+
+
+def tool_counts_sql(key: str | None = None, source: str = "steps") -> str:
+    """The relation `{{tool_counts}}` stands for: columns trajectory_id, tool, n_calls, one row per
+    trajectory and tool (under `key`) it called.
+
+    `source="steps"` counts the tool-call rows of `steps` (a GROUP BY with one group per trajectory
+    and tool: the expensive part of a gap query); `source="tool_usage"` reads the same rows from the
+    `tool_usage` view, which is the materialized table when it is current.
+    """
+    key = key or "tool"
+    if key not in TOOL_KEYS:
+        raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
+    if source == "tool_usage":
+        return f"(SELECT trajectory_id, tool, n_calls FROM tool_usage WHERE key = '{key}')"
+    if source != "steps":
+        raise ConfigError(f"tool counts come from tool_usage or steps, not {source!r}")
+    # one line: the placeholder may also appear in a `--` comment
+    return (
+        "(SELECT trajectory_id, tool, count(*) AS n_calls FROM (SELECT trajectory_id, "
+        f"{TOOL_KEYS[key]} AS tool FROM steps WHERE kind = 'tool_call') GROUP BY ALL)"
+    )
+
+
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _PARAM_RE = re.compile(r"^@param\s+(\w+)=(\S*)\s*(.*)$")
 
@@ -185,25 +215,27 @@ def normalize_by(by: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(cols)
 
 
-def expand(sql: str, by: Sequence[str] = (), key: str | None = None) -> str:
-    """Fill the placeholders: `{{by}}` / `{{partition_by}}` for the (already validated) grouping, and
-    `{{key}}` with the expression of one of TOOL_KEYS (default `tool`)."""
+def expand(sql: str, by: Sequence[str] = (), key: str | None = None, counts: str = "steps") -> str:
+    """Fill the placeholders: `{{by}}` / `{{partition_by}}` for the (already validated) grouping,
+    `{{key}}` with the expression of one of TOOL_KEYS (default `tool`), and `{{tool_counts}}` with the
+    per-trajectory tool counts from `counts` (`steps` or `tool_usage`; see `tool_counts_sql`)."""
     found = set(_PLACEHOLDER_RE.findall(sql))
     unknown = found - set(PLACEHOLDERS)
     if unknown:
         raise ConfigError(
             f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in sorted(unknown))}; "
-            "known: {{by}}, {{partition_by}}, {{key}}"
+            "known: {{by}}, {{partition_by}}, {{key}}, {{tool_counts}}"
         )
     if by and "by" not in found:
         raise ConfigError("this query has no {{by}} placeholder, so it cannot be grouped")
     if key is not None and key not in TOOL_KEYS:
         raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
-    if key not in (None, "tool") and "key" not in found:
+    if key not in (None, "tool") and not found & {"key", "tool_counts"}:
         raise ConfigError("this query has no {{key}} placeholder, so its tool key cannot be changed")
     values = {
         "by": "".join(f"{c}, " for c in by),
         "partition_by": ("PARTITION BY " + ", ".join(by)) if by else "",
         "key": TOOL_KEYS[key or "tool"],
+        "tool_counts": tool_counts_sql(key, counts) if "tool_counts" in found else "",
     }
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], sql)

@@ -11,10 +11,11 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from ..errors import ConfigError
-from ._catalog import TOOL_KEYS, expand, get_analysis, normalize_by
+from ..errors import ConfigError, LabError
+from ._catalog import COUNT_SOURCES, TOOL_KEYS, expand, get_analysis, normalize_by
+from ._materialize import AUTO_MATERIALIZE_CALLS, refresh_tool_usage
 from ._result import AnalysisResult
-from ._run import LabLike, execute, lab_facts
+from ._run import LabLike, execute, lab_facts, open_lab
 from ._stats import (
     CORRECTIONS,
     TESTS,
@@ -74,6 +75,7 @@ def _check(
     min_traj: int,
     n_perm: int,
     key: str,
+    counts: str,
 ) -> None:
     if not isinstance(n_boot, int) or n_boot < 0:
         raise ConfigError(f"n_boot must be an integer >= 0, not {n_boot!r}")
@@ -89,6 +91,8 @@ def _check(
         raise ConfigError(f"n_perm must be a positive integer, not {n_perm!r}")
     if key not in TOOL_KEYS:
         raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
+    if counts not in COUNT_SOURCES:
+        raise ConfigError(f"counts must be one of {', '.join(COUNT_SOURCES)}, not {counts!r}")
 
 
 def gaps(
@@ -104,6 +108,7 @@ def gaps(
     n_perm: int = 1000,
     key: str = "tool",
     progress: bool = True,
+    counts: str = "auto",
 ) -> AnalysisResult:
     """Per tool (and group): call shares and usage rates in successful vs failed trajectories, and the gap.
 
@@ -122,9 +127,14 @@ def gaps(
     - `supported`: at least `min_support` calls and `min_trajectories` trajectories using the tool, and
       both outcomes present in the group. Unsupported rows stay in the table (flagged, with a `note`),
       are left out of the correction, and are never `significant`.
+    - `counts`: where the calls per (trajectory, tool) come from. `auto`: the materialized `tool_usage`
+      counts when current; on a lab with at least AUTO_MATERIALIZE_CALLS tool calls they are built
+      first (once per version of the steps, into LAB/_cache; if the folder is not writable the calls
+      are counted from steps and a note says so). `tool_usage`: build them if needed, whatever the
+      size. `steps`: count from steps, never write. `params["counts"]` says which one ran.
     """
     cols = normalize_by(by)
-    _check(n_boot, alpha, correction, test, min_support, min_trajectories, n_perm, key)
+    _check(n_boot, alpha, correction, test, min_support, min_trajectories, n_perm, key, counts)
     params: dict[str, Any] = {
         "by": list(cols),
         "min_support": min_support,
@@ -138,6 +148,7 @@ def gaps(
     }
     if test == "permutation":
         params["n_perm"] = n_perm
+    lab = open_lab(lab)
     facts = lab_facts(lab)
     missing = facts.missing_basics()
     outcome_missing = facts.missing_outcomes() if not missing else []
@@ -146,10 +157,21 @@ def gaps(
         notes.append(f"{facts.n_unknown} trajectories with unknown outcome are left out")
     if missing or outcome_missing == ["no outcomes"]:
         sql = expand(get_analysis("gaps_per_trajectory").text, cols, key)
+        params["counts"] = "steps"
         return AnalysisResult(
             "gaps", gaps_schema(cols).empty_table(), sql, params, missing + outcome_missing, notes
         )
-    table, sql, _, _ = execute(lab, "gaps_per_trajectory", by=cols, key=key)
+    if counts == "tool_usage" or (counts == "auto" and facts.n_tool_calls >= AUTO_MATERIALIZE_CALLS):
+        try:
+            refresh_tool_usage(lab, key, progress=progress)
+        except LabError as e:  # e.g. a read-only lab folder: count from steps
+            if counts == "tool_usage":
+                raise
+            notes.append(f"{e}; calls counted from steps")
+    table, sql, shown, _ = execute(
+        lab, "gaps_per_trajectory", by=cols, key=key, counts="steps" if counts == "steps" else "auto"
+    )
+    params["counts"] = shown["counts"]
     # One BLAS thread: the products are small and skinny, and OpenBLAS threads spin badly when the
     # machine is busy (measured: 20x slower with 2 threads on a loaded 2-core machine).
     from threadpoolctl import threadpool_limits

@@ -16,8 +16,17 @@ import pyarrow as pa
 
 from ..errors import ConfigError, QueryError
 from ..store import Lab, check_readonly, connect, fetch_arrow, run_readonly
-from ._catalog import AnalysisInfo, expand, get_analysis, normalize_by, parse_header, view_sql
+from ._catalog import (
+    COUNT_SOURCES,
+    AnalysisInfo,
+    expand,
+    get_analysis,
+    normalize_by,
+    parse_header,
+    view_sql,
+)
 from ._result import AnalysisResult
+from ._usage import current_usage_keys, usage_view_sql
 
 LabLike = Union[Lab, str, "os.PathLike[str]"]
 
@@ -39,21 +48,29 @@ def open_lab(lab: LabLike) -> Lab:
 
 def _base(lab: Lab) -> tuple[duckdb.DuckDBPyConnection, dict[str, Any]]:
     key = (str(lab.root), lab.generation)
+    materialized = current_usage_keys(lab)
     with _cache_lock:
         hit = _cache.get(key)
-        if hit is not None:
+        if hit is not None and hit[1].get("tool_usage") == materialized:
             _cache.move_to_end(key)
             return hit
-        con = connect(lab, extra_views=view_sql())
-        entry = (con, {})
+        # New, or tool_usage counts were materialized since (here or by another process): a fresh
+        # connection whose `tool_usage` view reads them. The old one is left to its open cursors.
+        views = {**view_sql(), "tool_usage": usage_view_sql(lab, materialized)}
+        con = connect(lab, extra_views=views)
+        memo: dict[str, Any] = {"facts": hit[1]["facts"]} if hit is not None and "facts" in hit[1] else {}
+        memo["tool_usage"] = materialized
+        entry = (con, memo)
         _cache[key] = entry
+        _cache.move_to_end(key)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)[1][0].close()
         return entry
 
 
 def connection(lab: LabLike) -> duckdb.DuckDBPyConnection:
-    """A read-only DuckDB cursor over the lab: one view per table, `tool_calls`, and the analysis views.
+    """A read-only DuckDB cursor over the lab: one view per table, `tool_calls`, `tool_usage` and the
+    analysis views.
 
     Connections are cached per lab folder and generation, so repeated analyses reuse DuckDB's Parquet
     metadata; each call returns its own cursor (safe to use from another thread).
@@ -164,25 +181,49 @@ def bind(
     return values
 
 
+def counts_source(lab: Lab, key: str | None, counts: str = "auto") -> str:
+    """`tool_usage` or `steps`: where `{{tool_counts}}` reads from for this lab, key and choice."""
+    if counts not in COUNT_SOURCES:
+        raise ConfigError(f"counts must be one of {', '.join(COUNT_SOURCES)}, not {counts!r}")
+    if counts == "steps":
+        return "steps"
+    if (key or "tool") in current_usage_keys(lab):
+        return "tool_usage"
+    if counts == "tool_usage":
+        raise ConfigError(
+            f"tool_usage is not materialized for key {key or 'tool'!r} and the current steps; "
+            "build it with trajlab.analysis.refresh_tool_usage(lab) or use counts='auto'"
+        )
+    return "steps"
+
+
 def execute(
     lab: LabLike,
     sql_or_name: str,
     params: Mapping[str, Any] | None = None,
     by: str | Iterable[str] | None = None,
     key: str | None = None,
+    counts: str = "auto",
 ) -> tuple[pa.Table, str, dict[str, Any], AnalysisInfo | None]:
     """Run one query read-only: (Arrow table, expanded SQL, bound params, catalog info)."""
+    lab = open_lab(lab)
     text, info = resolve(sql_or_name)
     cols = normalize_by(by) if by is not None else (info.default_by if info else ())
-    sql = expand(text, cols, key)
+    uses_counts = re.search(r"\{\{\s*tool_counts\s*\}\}", text) is not None
+    source = counts_source(lab, key, counts if uses_counts else "steps")
+    if counts not in COUNT_SOURCES:
+        raise ConfigError(f"counts must be one of {', '.join(COUNT_SOURCES)}, not {counts!r}")
+    sql = expand(text, cols, key, source)
     con = connection(lab)
     values = bind(con, sql, info, params)
     table = fetch_arrow(run_readonly(con, sql, values or None))
     shown = dict(values)
     if info and info.groupable:
         shown["by"] = list(cols)
-    if info and "key" in info.placeholders:
+    if info and ("key" in info.placeholders or "tool_counts" in info.placeholders):
         shown["key"] = key or "tool"
+    if info and "tool_counts" in info.placeholders:
+        shown["counts"] = source
     return table, sql, shown, info
 
 
@@ -193,18 +234,21 @@ def run_sql(
     as_: str = "arrow",
     by: str | Iterable[str] | None = None,
     key: str | None = None,
+    counts: str = "auto",
 ) -> Any:
     """Run a shipped analysis by name, a `.sql` file, or SQL text, read-only over the lab.
 
     `params` fills DuckDB `$name` parameters (a file's `@param` lines give defaults); `by` fills the
     `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line) and `key` the
-    `{{key}}` placeholder (`tool`, `tool_modality` or `program`; see TOOL_KEYS). Returns an Arrow
-    table, or a polars / pandas frame with `as_="polars"` / `"pandas"`. A SQL error raises QueryError
-    with DuckDB's message and the names of the views available.
+    `{{key}}` / `{{tool_counts}}` placeholders (`tool`, `tool_modality` or `program`; see TOOL_KEYS).
+    `counts` says where `{{tool_counts}}` reads: `auto` (the materialized tool_usage table when it is
+    current, else steps; run_sql never writes), `steps`, or `tool_usage` (ConfigError when it is not
+    materialized). Returns an Arrow table, or a polars / pandas frame with `as_="polars"` /
+    `"pandas"`. A SQL error raises QueryError with DuckDB's message and the names of the views available.
     """
     if as_ not in ("arrow", "polars", "pandas"):
         raise ConfigError(f"as_ must be arrow, polars or pandas, not {as_!r}")
-    table = execute(lab, sql_or_name, params, by, key)[0]
+    table = execute(lab, sql_or_name, params, by, key, counts)[0]
     if as_ == "polars":
         import polars as pl
 
@@ -220,9 +264,10 @@ def run_analysis(
     params: Mapping[str, Any] | None = None,
     by: str | Iterable[str] | None = None,
     key: str | None = None,
+    counts: str = "auto",
 ) -> AnalysisResult:
     """Like `run_sql`, wrapped as an AnalysisResult (no statistics, no missing-data checks)."""
-    table, sql, values, info = execute(lab, sql_or_name, params, by, key)
+    table, sql, values, info = execute(lab, sql_or_name, params, by, key, counts)
     name = info.name if info else "sql"
     notes = [] if table.num_rows else ["the query returned no rows"]
     return AnalysisResult(name=name, table=table, sql=sql, params=values, notes=notes)

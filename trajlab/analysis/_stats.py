@@ -20,6 +20,7 @@ CORRECTIONS = ("holm", "bh", "bonferroni", "none")
 TESTS = ("fisher", "permutation")
 _CHUNK_CELLS = 2_000_000  # replicates x trajectories per weight chunk: bounds memory (~16 MB)
 _DENSE_CELLS = 8_000_000  # trajectories x columns up to which the design matrix is dense (64 MB)
+_ROW_DRAW_MIN_N = 8192  # from this many trajectories on, weights are drawn one replicate at a time
 
 
 def _weight_chunks(rng: np.random.Generator, n: int, n_rep: int) -> Iterator[np.ndarray]:
@@ -27,6 +28,15 @@ def _weight_chunks(rng: np.random.Generator, n: int, n_rep: int) -> Iterator[np.
     step = max(1, min(n_rep, _CHUNK_CELLS // max(n, 1)))
     for start in range(0, n_rep, step):
         b = min(step, n_rep - start)
+        if n >= _ROW_DRAW_MIN_N:
+            # one replicate at a time: 32-bit draws and a bincount whose counters stay in cache
+            # (2.3x faster than one bincount over the whole chunk at 74k trajectories)
+            w = np.empty((b, n))
+            dtype = np.int32 if n < 2**31 else np.int64
+            for r in range(b):
+                w[r] = np.bincount(rng.integers(0, n, size=n, dtype=dtype), minlength=n)
+            yield w
+            continue
         idx = rng.integers(0, n, size=(b, n))
         idx += (np.arange(b) * n)[:, None]
         yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)

@@ -12,6 +12,8 @@
 --                  trajectories; unsupported rows are kept but must not be read as findings
 -- Only trajectories with outcome success or failure take part. These are point estimates; `trajlab gaps`
 -- (Python: trajlab.analysis.gaps) adds bootstrap intervals over trajectories and corrected tests.
+-- This file counts calls straight from `steps`; gaps_usage.sql is the same query over the materialized
+-- per-trajectory counts (`tool_usage`), about ten times cheaper on a big lab.
 --
 -- @param min_support=10 minimum number of calls of the tool (both outcomes together)
 -- @param min_trajectories=5 minimum number of trajectories that use the tool
@@ -24,7 +26,8 @@ WITH traj AS (
     FROM trajectories
     WHERE outcome IN ('success', 'failure')
 ),
-calls AS MATERIALIZED (
+calls AS (
+    -- calls per (trajectory, tool): the only pass over the big steps table, on two narrow columns
     SELECT trajectory_id, tool, count(*) AS n_calls
     FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
     GROUP BY ALL
@@ -34,10 +37,10 @@ per_trajectory AS (
     SELECT t.*, c.tool, c.n_calls
     FROM calls c JOIN traj t USING (trajectory_id)
     UNION ALL BY NAME
-    -- ... plus one row per trajectory with tool NULL carrying all its calls (0 if none)
-    SELECT t.*, NULL AS tool, coalesce(s.n_calls, 0) AS n_calls
+    -- ... plus one row per trajectory with tool NULL and no calls, so that every trajectory (also one
+    -- without any tool call) counts in its group's number of trajectories
+    SELECT t.*, NULL AS tool, 0 AS n_calls
     FROM traj t
-    LEFT JOIN (SELECT trajectory_id, sum(n_calls)::BIGINT AS n_calls FROM calls GROUP BY ALL) s USING (trajectory_id)
 ),
 counts AS (
     SELECT {{by}} tool,
@@ -49,10 +52,10 @@ counts AS (
     GROUP BY ALL
 ),
 with_totals AS (
-    -- the tool-NULL row of each group holds the group's totals
+    -- the group's calls are the sum over its tools; its trajectories are counted by the tool-NULL row
     SELECT *,
-        max(CASE WHEN tool IS NULL THEN calls_success END) OVER g AS total_calls_success,
-        max(CASE WHEN tool IS NULL THEN calls_failure END) OVER g AS total_calls_failure,
+        sum(calls_success) OVER g AS total_calls_success,
+        sum(calls_failure) OVER g AS total_calls_failure,
         max(CASE WHEN tool IS NULL THEN traj_success END) OVER g AS n_traj_success,
         max(CASE WHEN tool IS NULL THEN traj_failure END) OVER g AS n_traj_failure
     FROM counts

@@ -8,18 +8,17 @@
 -- same point estimates in plain SQL).
 --
 -- {{by}} is replaced by the grouping columns followed by a comma (`model, harness,`), or nothing.
--- {{key}} what names a call's tool: by default coalesce(tool, tool_name, '(unknown)'); trajlab can
---   also use the tool plus its modality (`python:video`) or every distinct program of the command line
+-- {{tool_counts}} the calls per (trajectory, tool) under the chosen tool key (columns trajectory_id,
+--   tool, n_calls): the materialized `tool_usage` table when it is current for the lab's steps, else
+--   the same GROUP BY over the tool-call rows of `steps` (see docs/analysis.md, "tool_usage")
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
     FROM trajectories
     WHERE outcome IN ('success', 'failure')
 ),
 calls AS (
-    -- aggregate the big steps table first, then join the small trajectories table
-    SELECT trajectory_id, tool, count(*) AS n_calls
-    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
-    GROUP BY ALL
+    -- the big steps table is aggregated (or read aggregated) first, then joined to trajectories
+    SELECT trajectory_id, tool, n_calls FROM {{tool_counts}}
 )
 SELECT t.trajectory_id, t.success, {{by}} c.tool, coalesce(c.n_calls, 0) AS n_calls
 FROM traj t LEFT JOIN calls c USING (trajectory_id)
