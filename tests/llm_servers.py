@@ -149,6 +149,9 @@ class ScriptedChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body are separate writes: without TCP_NODELAY, Nagle's algorithm and the
+            # client's delayed ACK add ~40 ms to every response (real model servers set it too).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +73,7 @@ def parse_answer(
     content: str,
     tax: Taxonomy,
     valid_steps: set[int],
-    step_texts: dict[int, str] | None = None,
+    step_texts: Mapping[int, str] | Callable[[int], str] | None = None,
     windowed: bool = False,
 ) -> tuple[Answer | None, list[str]]:
     """The validated answer, or None with the problems (phrased so they can be sent back to the model)."""
@@ -131,8 +132,12 @@ def parse_answer(
         problems.append("decisive_in_window must be true or false")
     if problems:
         return None, problems
-    texts = step_texts or {}
-    verified = [quote_found(q, texts.get(s, "")) for s, q in zip(ev_steps, quotes)]
+    if step_texts is None:
+        verified = [False] * len(quotes)
+    elif callable(step_texts):
+        verified = [quote_found(q, step_texts(s)) for s, q in zip(ev_steps, quotes)]
+    else:
+        verified = [quote_found(q, step_texts.get(s, "")) for s, q in zip(ev_steps, quotes)]
     return (
         Answer(
             primary=str(primary),

@@ -8,24 +8,25 @@ newest entries, which only costs those requests again).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 CACHE_DIRNAME = "_judge_cache"
 """Default cache folder inside a lab (a leading `_` keeps Parquet readers and lab recovery away)."""
 
 
 def cache_key(payload: dict[str, Any]) -> str:
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 class ResponseCache:
     def __init__(self, root: str | Path):
         self.root = Path(root)
+        self._dirs: set[str] = set()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -33,7 +34,7 @@ class ResponseCache:
     def get(self, key: str) -> dict[str, Any] | None:
         p = self._path(key)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = orjson.loads(p.read_bytes())
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -41,11 +42,13 @@ class ResponseCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Atomic (temp file + rename) but not fsynced: losing an entry in a crash costs one request."""
         p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        if key[:2] not in self._dirs:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(key[:2])
         fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=p.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(value, ensure_ascii=False))
+            with os.fdopen(fd, "wb") as f:
+                f.write(orjson.dumps(value))
             os.replace(tmp, p)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -153,7 +154,7 @@ class LLMJudge:
         msgs: list[dict[str, str]],
         schema: dict[str, Any],
         valid: set[int],
-        texts: dict[int, str],
+        texts: Callable[[int], str],
         windowed: bool,
         use_cache: bool,
         out: Outcome,
@@ -181,13 +182,20 @@ class LLMJudge:
         out.prompt_tokens += comp.prompt_tokens
         out.completion_tokens += comp.completion_tokens
 
-    def _step_texts(self, view: TrajectoryView) -> dict[int, str]:
-        out = {}
-        for s in view.steps:
-            parts = [s.get(n) or "" for n in ("text", "command", "arguments", "output", "stderr")]
-            text = "\n".join(p for p in parts if p)
-            out[int(s["step_index"])] = redact(text) if self.settings.redact else text
-        return out
+    def _step_texts(self, view: TrajectoryView) -> Callable[[int], str]:
+        """The (redacted) text of a step, computed only for the steps an answer quotes."""
+        by_idx = {int(s["step_index"]): s for s in view.steps}
+        cache: dict[int, str] = {}
+
+        def text_of(i: int) -> str:
+            if i not in cache:
+                s = by_idx.get(i, {})
+                parts = [s.get(n) or "" for n in ("text", "command", "arguments", "output", "stderr")]
+                text = "\n".join(p for p in parts if p)
+                cache[i] = redact(text) if self.settings.redact else text
+            return cache[i]
+
+        return text_of
 
 
 def _combine(answers: list[tuple[int, Answer]]) -> Answer:

@@ -197,14 +197,13 @@ class _Renderer:
                 lines.append(_indent(_cut(text, keep)))
         return "\n".join(lines)
 
-    def full_step(self, s: dict[str, Any]) -> str:
-        """Everything the step holds, unshortened (for the raw-size baseline)."""
-        i = int(s["step_index"])
-        parts = [self.head_line(s)]
+    def raw_tokens(self, s: dict[str, Any]) -> int:
+        """Tokens of everything the step holds, as recorded (the baseline the compression is measured on)."""
+        total = estimate_tokens(self.head_line(s))
         for name in ("text", "command", "arguments", "output", "stderr"):
             if s.get(name) and not (name == "arguments" and s.get("command")):
-                parts.append(self.clean(i, name, s.get(name)))
-        return "\n".join(parts)
+                total += estimate_tokens(str(s[name])) + 1
+        return total
 
     # -- header ------------------------------------------------------------------------------------
 
@@ -342,7 +341,7 @@ def render_trajectory(view: TrajectoryView, opts: RenderOptions | None = None) -
     r = _Renderer(view, o)
     steps = view.steps
     header = r.header()
-    raw = estimate_tokens(header) + sum(estimate_tokens(r.full_step(s)) for s in steps)
+    raw = estimate_tokens(header) + sum(r.raw_tokens(s) for s in steps)
     errors = sorted(r.failed)
     rend = Rendering(view.trajectory_id, "", 0, set(), raw_tokens=raw, error_steps=errors)
     if not steps:

@@ -81,6 +81,8 @@ def _matches(p: Pattern, text: str, lower: str) -> Iterator[re.Match[str]]:
     if not p.needles or not lower:
         yield from p.regex.finditer(text)
         return
+    if not any(needle in lower for needle in p.needles):  # the common case: nothing to look at
+        return
     n = len(text)
     for ws, we in _windows(lower, p.needles):
         for m in p.regex.finditer(text, ws, we):
