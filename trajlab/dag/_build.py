@@ -67,7 +67,7 @@ class _Index:
 
     def __init__(self) -> None:
         self.files: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-        self.patterns: list[tuple[str, int, str]] = []
+        self.patterns: dict[str, list[tuple[int, str]]] = defaultdict(list)  # pattern -> [(producer, rule)]
         self.dirs: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
         self.revealed: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.urls: dict[str, list[int]] = defaultdict(list)
@@ -139,16 +139,18 @@ class _Builder:
                     best = (src, rule, p)
                     break
         tail = path[-3:]
-        for pat, src, rule in reversed(ix.patterns):
-            if best is not None and src <= best[0]:
-                break
-            if not (pat.endswith(tail) or "*" in pat[-6:] or has_glob(path)):
+        glob = has_glob(path)
+        for pat, producers in ix.patterns.items():  # few distinct patterns, each with its producers
+            if not (pat.endswith(tail) or "*" in pat[-6:] or glob):
                 continue
-            if self.ok_src(src, node) and (
-                pattern_matches(pat, path) or (has_glob(path) and pattern_matches(path, pat))
-            ):
-                best = (src, rule, pat)
-                break
+            if not (pattern_matches(pat, path) or (glob and pattern_matches(path, pat))):
+                continue
+            for src, rule in reversed(producers):
+                if best is not None and src <= best[0]:
+                    break
+                if self.ok_src(src, node):
+                    best = (src, rule, pat)
+                    break
         return best
 
     def find_latest(self, entries: list[Any], path: str, node: int) -> int | None:
@@ -281,11 +283,11 @@ class _Builder:
                 d[key] = i
 
         first_write: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        patterns: list[tuple[str, int]] = []
+        patterns: dict[str, int] = {}  # pattern -> first producer
         for i, io in self.io.items():
             for p, _ in io.produced:
                 if has_glob(p) or "%" in p:
-                    patterns.append((p, i))
+                    patterns.setdefault(p, i)
                 else:
                     first_write[basename(p)].append((p, i))
 
@@ -295,7 +297,7 @@ class _Builder:
                 if j < i and same_file(q, p):
                     return True
             tail = p[-3:]
-            for q, j in patterns:
+            for q, j in patterns.items():
                 if j < i and (q.endswith(tail) or "*" in q[-6:]) and pattern_matches(q, p):
                     return True
             return False
@@ -440,7 +442,7 @@ class _Builder:
             if has_glob(path) or (
                 "%" in path and any(c.isdigit() or c == "d" for c in path.split("%", 1)[1][:3])
             ):
-                ix.patterns.append((path, node, rule))
+                ix.patterns[path].append((node, rule))
             else:
                 ix.files[basename(path)].append((path, node, rule))
             d = dirname(path)
