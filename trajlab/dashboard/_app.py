@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 from flask import jsonify
 
+from ..errors import TrajlabError
 from ..store import Lab
+from ._components import message
 from ._labels import register_labels
 from ._page_runs import register_runs
 from ._page_trajectory import TrajectoryCache, register_trajectory, trajectory_layout
@@ -140,12 +142,17 @@ def create_app(
         ]
     )
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"))
-    def _route(path: str | None) -> Any:
-        path = path or "/"
+    @app.callback(Output("page", "children"), Input("url", "pathname"), State("url", "search"))
+    def _route(path: str | None, search: str | None) -> Any:
+        try:
+            return _page(path or "/", search)
+        except TrajlabError as e:  # e.g. the lab was removed or is being rebuilt
+            return html.Div([html.H2("Cannot show this page"), message(str(e), "error")], className="page")
+
+    def _page(path: str, search: str | None) -> Any:
         m = TRAJ_PATH.match(path)
         if m:
-            return ctx.timed("trajectory-page", lambda: trajectory_layout(ctx, m.group(1)))
+            return ctx.timed("trajectory-page", lambda: trajectory_layout(ctx, m.group(1), search))
         page = spec.by_path(path)
         if page is None:
             return html.Div(

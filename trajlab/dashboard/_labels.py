@@ -59,7 +59,7 @@ def _judge_block(ctx: DashContext, r: dict[str, Any], under_review: bool) -> htm
                 html.Span(
                     r.get("category") or "(none)",
                     className="category-pill",
-                    id="judge-category" if under_review else None,
+                    **({"id": "judge-category"} if under_review else {}),
                 ),
                 f" confidence {conf:.2f}" if conf is not None else "",
                 " · secondary: " + ", ".join(r["secondary_categories"])
@@ -317,9 +317,10 @@ def register_labels(app: Any, ctx: DashContext) -> None:
                 tid,
                 (annotator or "").strip(),
                 accept=accept,
+                # "Accept" takes the judge's label as it is: category, decisive step and evidence.
                 category=None if accept else category,
-                decisive_step_index=None if decisive in (None, "") else int(decisive),
-                evidence_steps=_steps(evidence),
+                decisive_step_index=None if accept or decisive in (None, "") else int(decisive),
+                evidence_steps=None if accept else _steps(evidence),
                 note=(note or "").strip() or None,
                 mode="blind" if ctx.blind else "normal",
                 reviewers_per_item=ctx.reviewers,

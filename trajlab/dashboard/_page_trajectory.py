@@ -9,13 +9,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import dash_cytoscape as cyto
-from dash import Input, Output, Patch, State, dash_table, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, dash_table, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from ..dag import StepDag, load_dag
 from ..errors import LabError
 from ._components import TABLE_STYLE, kv, message, pre
-from ._graph import AUTO_COLLAPSE_NODES, DEFAULT_MIN_RUN, EDGE_COLORS, Highlights, build_view, stylesheet
+from ._graph import (
+    AUTO_COLLAPSE_NODES,
+    DEFAULT_MIN_RUN,
+    EDGE_COLORS,
+    GraphView,
+    Highlights,
+    build_view,
+    stylesheet,
+)
 from ._labels import labels_layout
 from ._review import trajectory_labels
 from ._text import clean_line, fmt_seconds, pretty_json
@@ -142,7 +150,16 @@ def _legend() -> html.Div:
     )
 
 
-def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
+def _query(search: str | None) -> dict[str, str]:
+    from urllib.parse import parse_qs
+
+    return {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
+
+
+def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> html.Div:
+    """The page of one trajectory. URL options: `fold=0|1` (runs of similar steps), `agents=none|all`
+    (folded sub-agents), `step=N` (open the inspector on step N), `chunked=0` (draw in one go)."""
+    q = _query(search)
     try:
         d = ctx.trajectories.get(ctx, tid)
     except LabError as e:
@@ -151,6 +168,11 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
         )
     agents = {n["agent_id"] for n in d.dag.nodes} - {"main"}
     big = len(d.dag.nodes) > AUTO_COLLAPSE_NODES
+    fold = q.get("fold", "1" if big else "0") != "0"
+    folded_agents = {"all": sorted(agents), "none": []}.get(
+        q.get("agents", ""), sorted(agents) if big else []
+    )
+    step = int(q["step"]) if q.get("step", "").isdigit() else None
     dag_tab = html.Div(
         [
             html.Div(
@@ -158,7 +180,7 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
                     dcc.Checklist(
                         id="dag-collapse",
                         options=[{"label": " fold runs of similar steps", "value": "on"}],
-                        value=["on"] if big else [],
+                        value=["on"] if fold else [],
                         inline=True,
                     ),
                     html.Label("from", htmlFor="dag-min-run"),
@@ -178,7 +200,7 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
                         options=[
                             {"label": clean_line(a, 40, ctx.secrets), "value": a} for a in sorted(agents)
                         ],
-                        value=sorted(agents) if big else [],
+                        value=folded_agents,
                         multi=True,
                         placeholder="none" if agents else "no sub-agents",
                         disabled=not agents,
@@ -193,6 +215,7 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
                 id="dag",
                 elements=[],
                 layout={"name": "preset", "fit": False},
+                autoRefreshLayout=False,
                 stylesheet=stylesheet(),
                 style={"width": "100%", "height": "640px"},
                 minZoom=0.05,
@@ -202,8 +225,8 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
                 autoungrabify=True,
             ),
             _legend(),
-            dcc.Interval(id="dag-interval", interval=60, disabled=True),
-            dcc.Store(id="dag-progress"),
+            dcc.Store(id="dag-chunks"),
+            dcc.Store(id="dag-opts", data={"chunked": q.get("chunked") != "0"}),
             dcc.Store(id="dag-expanded", data=[]),
         ]
     )
@@ -211,7 +234,7 @@ def trajectory_layout(ctx: DashContext, tid: str) -> html.Div:
     return html.Div(
         [
             dcc.Store(id="traj-id", data=d.row["trajectory_id"]),
-            dcc.Store(id="selected-step"),
+            dcc.Store(id="selected-step", data=step),
             dcc.Store(id="labels-version", data=0),
             _header(ctx, d),
             html.Div(
@@ -446,61 +469,32 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
                 secrets=ctx.secrets,
             ),
             size=32,
-        ), key
+        )
 
     @app.callback(
-        Output("dag", "elements"),
+        Output("dag-chunks", "data"),
         Output("dag", "stylesheet"),
-        Output("dag", "layout"),
-        Output("dag-progress", "data"),
-        Output("dag-interval", "disabled"),
-        Output("dag-info", "children"),
         Input("traj-id", "data"),
         Input("dag-collapse", "value"),
         Input("dag-min-run", "value"),
         Input("dag-agents", "value"),
         Input("dag-expanded", "data"),
         Input("labels-version", "data"),
+        State("dag-opts", "data"),
     )
-    def _draw(tid, collapse, min_run, agents, expanded, _v):  # type: ignore[no-untyped-def]
+    def _draw(tid, collapse, min_run, agents, expanded, _v, opts):  # type: ignore[no-untyped-def]
         if not tid:
             raise PreventUpdate
-        view, _key = ctx.timed("dag-view", lambda: view_for(tid, collapse, min_run, agents, expanded))
-        small = view.n_visible <= 60
-        layout = {"name": "preset", "fit": small, "padding": 30}
-        if not small:  # start at the top of a long graph, readable zoom
-            layout.update({"zoom": 0.9, "pan": {"x": 260, "y": 30}})
-        more = len(view.chunks) > 1
-        progress = {"next": 1, "total": len(view.chunks), "params": [collapse, min_run, agents, expanded]}
-        info = _info(view, 1)
-        return (
-            view.chunks[0] if view.chunks else [],
-            stylesheet(len(view.elements)),
-            layout,
-            progress,
-            not more,
-            info,
-        )
+        view = ctx.timed("dag-view", lambda: view_for(tid, collapse, min_run, agents, expanded))
+        return chunk_payload(view, chunked=(opts or {}).get("chunked", True)), stylesheet(len(view.elements))
 
-    @app.callback(
-        Output("dag", "elements", allow_duplicate=True),
-        Output("dag-progress", "data", allow_duplicate=True),
-        Output("dag-interval", "disabled", allow_duplicate=True),
-        Output("dag-info", "children", allow_duplicate=True),
-        Input("dag-interval", "n_intervals"),
-        State("dag-progress", "data"),
-        State("traj-id", "data"),
-        prevent_initial_call=True,
+    # Drawn in the browser, one chunk per animation frame (assets/dag.js).
+    app.clientside_callback(
+        ClientsideFunction(namespace="trajlab", function_name="drawDag"),
+        Output("dag", "elements"),
+        Output("dag-info", "children"),
+        Input("dag-chunks", "data"),
     )
-    def _more(_n, progress, tid):  # type: ignore[no-untyped-def]
-        if not progress or progress["next"] >= progress["total"]:
-            return no_update, no_update, True, no_update
-        view, _ = view_for(tid, *progress["params"])
-        i = progress["next"]
-        patch = Patch()
-        patch.extend(view.chunks[i])
-        done = i + 1 >= len(view.chunks)
-        return patch, {**progress, "next": i + 1}, done, _info(view, i + 1)
 
     app.clientside_callback(
         "function(n){ if (window.cy) { window.cy.fit(undefined, 30); } return window.dash_clientside.no_update; }",
@@ -541,7 +535,6 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Output("inspector", "children"),
         Input("selected-step", "data"),
         State("traj-id", "data"),
-        prevent_initial_call=True,
     )
     def _inspect(step, tid):  # type: ignore[no-untyped-def]
         if step is None or not tid:
@@ -549,13 +542,25 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))
 
 
-def _info(view: Any, chunks_done: int) -> str:
-    """`drawn N of M nodes ...`: tests and the benchmark wait for N == M."""
-    drawn = sum(1 for ch in view.chunks[:chunks_done] for el in ch if "source" not in el["data"])
-    parts = [f"drawn {drawn:,} of {view.n_visible:,} nodes for {view.n_nodes:,} steps"]
+def chunk_payload(view: GraphView, chunked: bool = True) -> dict[str, Any]:
+    """What the browser needs to draw a view progressively (see assets/dag.js); `chunked=False` sends
+    one chunk (everything drawn at once, for comparison)."""
+    chunks = view.chunks if chunked else [view.elements]
+    counts, n = [], 0
+    for ch in chunks:
+        n += sum(1 for el in ch if "source" not in el["data"])
+        counts.append(n)
+    tail = ""
     if view.groups:
-        n = sum(len(g) for g in view.groups.values())
-        parts.append(f"{len(view.groups)} folded runs hold {n:,} steps (click one to unfold)")
+        folded = sum(len(g) for g in view.groups.values())
+        tail += f" · {len(view.groups)} folded runs hold {folded:,} steps (click one to unfold)"
     if view.collapsed_agents:
-        parts.append(f"{len(view.collapsed_agents)} folded sub-agents (click one to unfold)")
-    return " · ".join(parts)
+        tail += f" · {len(view.collapsed_agents)} folded sub-agents (click one to unfold)"
+    return {
+        "chunks": chunks,
+        "counts": counts,
+        "n_visible": view.n_visible,
+        "n_nodes": view.n_nodes,
+        "tail": tail,
+        "fit": view.n_visible <= 60,
+    }
