@@ -1,25 +1,33 @@
 """Benchmark: the tool-gap query over ~10M synthesized tool calls, DuckDB vs the same computation in pandas.
 
-    python bench/bench_gaps.py                      # 10M calls, lab cached in /tmp/trajlab-bench-gaps
+    python bench/bench_gaps.py                      # 10M calls, lab cached in /tmp/trajlab-bench-gaps-<calls>
     python bench/bench_gaps.py --calls 1000000      # smaller
     python bench/bench_gaps.py --rebuild --repeat 7
+    python bench/bench_gaps.py --investigate        # also: where the time goes (operators, pieces, layout)
 
-What is timed (medians over --repeat runs; cold runs each start a fresh process after evicting the lab's
-Parquet files from the OS page cache with posix_fadvise(DONTNEED)):
+Every figure is a median over --repeat runs of wall-clock and CPU seconds (user + system of this
+process: on a shared machine wall time depends on the load, CPU time much less). Cold runs each start a
+fresh process after evicting the files read from the OS page cache (posix_fadvise(DONTNEED)); warm runs
+repeat in one process. What is timed:
 
-- duckdb  : `trajlab.analysis.run_sql(lab, "gaps")`, the shipped gaps.sql (per-tool call shares in
-            successful vs failed trajectories, usage rates, gap, support flag), connection included
-            when cold, reused when warm
-- pandas  : the same table from the same Parquet files with pandas (read the columns + compute); warm
-            repeats re-read the files (warm page cache), and "compute only" starts from frames already
-            in memory
-- gaps()  : the full Python API once warm (SQL per-trajectory counts + 1000 bootstrap replicates over
-            trajectories + Fisher tests + Holm), to show what the statistics add
+- duckdb steps      `run_sql(lab, "gaps")`: gaps.sql, which counts the calls per (trajectory, tool) from
+                    the steps table and then computes per tool the call shares and usage rates in
+                    successful vs failed trajectories, the gaps and the support flag
+- duckdb previous   the formulation gaps.sql had before this benchmark's fixes (kept here verbatim)
+- build tool_usage  `refresh_tool_usage(lab, force=True)`: materializes the calls per (trajectory, tool)
+                    (plus errors and first step) into LAB/_cache, once per version of the steps
+- duckdb tool_usage `run_sql(lab, "gaps_usage")`: the same table from the materialized counts
+- pandas steps      the same table computed in pandas from the same raw Parquet steps (read the columns
+                    as categoricals + groupby on categoricals with observed=True); "compute only" starts
+                    from frames already in memory
+- pandas tool_usage the same table in pandas from the materialized counts (like for like)
+- gaps()            the full Python API (per-trajectory counts + 1000 bootstrap replicates over trajectories
+                    + Fisher tests + Holm), from the materialized counts and from steps
 
 The synthesized lab has realistic per-trajectory structure: lognormal trajectory lengths (median ~60
 calls), a per-trajectory mix over 40 tools with Zipf-like popularity, ~40% successes with ffprobe/ffmpeg/
 whisper more likely in successes and python3 scripts in failures, 1 assistant step per 3 calls, errors.
-Both results are checked to agree before any time is reported.
+All results are checked to agree before any time is reported.
 """
 
 from __future__ import annotations
@@ -31,8 +39,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -168,54 +178,160 @@ def synthesize(root: Path, n_calls: int, seed: int = 0, chunk_traj: int = 8000) 
     print(f"synthesized {n_traj} trajectories, {written} tool calls into {root}", file=sys.stderr)
 
 
+# gaps.sql as it was before this benchmark's fixes: per-trajectory totals in a second pass over the
+# materialized (trajectory, tool) counts, joined back; kept to measure the reformulation.
+PREVIOUS_GAPS_SQL = """
+WITH traj AS (
+    SELECT trajectory_id, outcome = 'success' AS success, {{by}}
+    FROM trajectories
+    WHERE outcome IN ('success', 'failure')
+),
+calls AS (
+    -- calls per (trajectory, tool): the only pass over the big steps table, on two narrow columns
+    SELECT trajectory_id, tool, count(*) AS n_calls
+    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
+    GROUP BY ALL
+),
+per_trajectory AS (
+    -- one row per (trajectory, tool it used) ...
+    SELECT t.*, c.tool, c.n_calls
+    FROM calls c JOIN traj t USING (trajectory_id)
+    UNION ALL BY NAME
+    -- ... plus one row per trajectory with tool NULL and no calls, so that every trajectory (also one
+    -- without any tool call) counts in its group's number of trajectories
+    SELECT t.*, NULL AS tool, 0 AS n_calls
+    FROM traj t
+),
+counts AS (
+    SELECT {{by}} tool,
+        coalesce(sum(n_calls) FILTER (WHERE success), 0)::BIGINT AS calls_success,
+        coalesce(sum(n_calls) FILTER (WHERE NOT success), 0)::BIGINT AS calls_failure,
+        count(*) FILTER (WHERE success) AS traj_success,
+        count(*) FILTER (WHERE NOT success) AS traj_failure
+    FROM per_trajectory
+    GROUP BY ALL
+),
+with_totals AS (
+    -- the group's calls are the sum over its tools; its trajectories are counted by the tool-NULL row
+    SELECT *,
+        sum(calls_success) OVER g AS total_calls_success,
+        sum(calls_failure) OVER g AS total_calls_failure,
+        max(CASE WHEN tool IS NULL THEN traj_success END) OVER g AS n_traj_success,
+        max(CASE WHEN tool IS NULL THEN traj_failure END) OVER g AS n_traj_failure
+    FROM counts
+    WINDOW g AS ({{partition_by}})
+)
+SELECT {{by}}
+    tool,
+    calls_success + calls_failure AS n_calls,
+    calls_success,
+    calls_failure,
+    n_traj_success,
+    n_traj_failure,
+    traj_success AS traj_using_success,
+    traj_failure AS traj_using_failure,
+    calls_success / nullif(total_calls_success, 0) AS share_success,
+    calls_failure / nullif(total_calls_failure, 0) AS share_failure,
+    share_success - share_failure AS gap,
+    traj_success / nullif(n_traj_success, 0) AS usage_success,
+    traj_failure / nullif(n_traj_failure, 0) AS usage_failure,
+    usage_success - usage_failure AS usage_gap,
+    calls_success + calls_failure >= $min_support
+        AND traj_success + traj_failure >= $min_trajectories AS supported
+FROM with_totals
+WHERE tool IS NOT NULL
+ORDER BY {{by}} gap DESC NULLS LAST, tool
+"""
+GAPS_PARAMS = {"min_support": 10, "min_trajectories": 5}
+STEP_COLUMNS = ["trajectory_id", "kind", "tool", "tool_name"]
+
+Runs = list[tuple[float, float]]  # (wall, cpu) seconds per run
+
+
+# -- the pandas baseline ---------------------------------------------------------------------------
+
+
+def read_steps_pandas(lab):
+    """The four step columns the query needs, dictionary-encoded columns as pandas categoricals."""
+    import pandas as pd
+
+    return pd.read_parquet(lab.root / "steps", columns=STEP_COLUMNS, read_dictionary=STEP_COLUMNS)
+
+
+def read_traj_pandas(lab):
+    import pandas as pd
+
+    return pd.read_parquet(lab.root / "trajectories", columns=["trajectory_id", "outcome"])
+
+
+def read_usage_pandas(path: Path):
+    import pandas as pd
+
+    cols = ["trajectory_id", "tool", "n_calls"]
+    return pd.read_parquet(path, columns=cols, read_dictionary=["trajectory_id", "tool"])
+
+
 def pandas_gaps(steps, traj):
-    """The gaps.sql table computed with pandas (same columns, same order)."""
+    """gaps.sql in idiomatic pandas: count calls per (trajectory, tool) with a groupby on categoricals."""
+    calls = steps.loc[steps["kind"] == "tool_call", ["trajectory_id", "tool", "tool_name"]]
+    tool = calls["tool"]
+    if tool.isna().any():  # coalesce(tool, tool_name, '(unknown)')
+        tool = tool.astype(object).fillna(calls["tool_name"].astype(object)).fillna("(unknown)")
+        tool = tool.astype("category")
+    per = calls.groupby([calls["trajectory_id"], tool], observed=True).size().rename("n_calls").reset_index()
+    return pandas_gaps_from_counts(per, traj)
+
+
+def pandas_gaps_from_counts(per, traj, min_support: int = 10, min_trajectories: int = 5):
+    """The gaps table from calls per (trajectory_id, tool): same columns and order as gaps.sql."""
     import pandas as pd
 
-    calls = steps[steps["kind"] == "tool_call"]
-    tool = calls["tool"].fillna(calls["tool_name"]).fillna("(unknown)")
-    per = (
-        calls.assign(tool=tool)
-        .groupby(["trajectory_id", "tool"], observed=True)
-        .size()
-        .rename("n")
-        .reset_index()
+    known = traj[traj["outcome"].isin(["success", "failure"])]
+    is_success = (known["outcome"] == "success").to_numpy()
+    success = pd.Series(is_success, index=known["trajectory_id"].to_numpy())
+    s = per["trajectory_id"].map(success)  # NaN for trajectories with an unknown outcome
+    per = per.assign(success=s)[s.notna()]
+    agg = (
+        per.groupby(["tool", "success"], observed=True)["n_calls"].agg(["sum", "size"]).unstack(fill_value=0)
     )
-    t = traj[traj["outcome"].isin(["success", "failure"])]
-    t = pd.DataFrame({"trajectory_id": t["trajectory_id"], "success": t["outcome"] == "success"})
-    per = per.merge(t, on="trajectory_id")
-    n_traj = t.groupby("success").size()
-    totals = per.groupby("success")["n"].sum()
-    agg = per.groupby(["tool", "success"]).agg(calls=("n", "sum"), traj=("n", "size")).unstack(fill_value=0)
-    out = pd.DataFrame(index=agg.index)
-    out["calls_success"] = agg[("calls", True)]
-    out["calls_failure"] = agg[("calls", False)]
-    out["n_calls"] = out["calls_success"] + out["calls_failure"]
-    out["share_success"] = out["calls_success"] / totals.get(True, np.nan)
-    out["share_failure"] = out["calls_failure"] / totals.get(False, np.nan)
+    agg = agg.reindex(columns=pd.MultiIndex.from_product([["sum", "size"], [False, True]]), fill_value=0)
+    calls_s, calls_f = agg[("sum", True)].to_numpy(), agg[("sum", False)].to_numpy()
+    users_s, users_f = agg[("size", True)].to_numpy(), agg[("size", False)].to_numpy()
+    n_s, n_f = int(is_success.sum()), int((~is_success).sum())
+    out = pd.DataFrame(
+        {
+            "tool": agg.index.astype(str),
+            "n_calls": calls_s + calls_f,
+            "calls_success": calls_s,
+            "calls_failure": calls_f,
+            "n_traj_success": n_s,
+            "n_traj_failure": n_f,
+            "traj_using_success": users_s,
+            "traj_using_failure": users_f,
+            "share_success": calls_s / calls_s.sum(),
+            "share_failure": calls_f / calls_f.sum(),
+        }
+    )
     out["gap"] = out["share_success"] - out["share_failure"]
-    out["usage_success"] = agg[("traj", True)] / n_traj.get(True, np.nan)
-    out["usage_failure"] = agg[("traj", False)] / n_traj.get(False, np.nan)
+    out["usage_success"] = users_s / n_s
+    out["usage_failure"] = users_f / n_f
     out["usage_gap"] = out["usage_success"] - out["usage_failure"]
-    out["supported"] = (out["n_calls"] >= 10) & (agg[("traj", True)] + agg[("traj", False)] >= 5)
-    return out.reset_index().sort_values(["gap", "tool"], ascending=[False, True]).reset_index(drop=True)
+    out["supported"] = (out["n_calls"] >= min_support) & (users_s + users_f >= min_trajectories)
+    return out.sort_values(["gap", "tool"], ascending=[False, True], ignore_index=True)
 
 
-def _read_pandas(lab):
-    import pandas as pd
+def _check_same(name: str, got, want) -> None:
+    """Both gap tables hold the same rows in the same order (ints exact, floats to 1e-9)."""
+    assert list(got["tool"]) == list(want["tool"]), f"{name}: tool order differs"
+    for col in want.columns:
+        a, b = np.asarray(got[col]), np.asarray(want[col])
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            assert np.allclose(a.astype(float), b.astype(float), rtol=1e-9, atol=0), f"{name}: {col}"
+        else:
+            assert (a == b).all(), f"{name}: {col}"
 
-    steps = pd.concat(
-        [
-            pd.read_parquet(f, columns=["trajectory_id", "kind", "tool", "tool_name"])
-            for f in lab.files("steps")
-        ],
-        ignore_index=True,
-    )
-    traj = pd.concat(
-        [pd.read_parquet(f, columns=["trajectory_id", "outcome"]) for f in lab.files("trajectories")],
-        ignore_index=True,
-    )
-    return steps, traj
+
+# -- timing ----------------------------------------------------------------------------------------
 
 
 def _cpu() -> float:
@@ -225,26 +341,36 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _timed(fn: Callable[[], Any], repeat: int) -> Runs:
+    out = []
+    for _ in range(repeat):
+        c0, t0 = _cpu(), time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0, _cpu() - c0))
+    return out
+
+
 def one_run(lab_path: str, engine: str) -> tuple[float, float]:
-    """(wall, cpu) seconds of one run in this (fresh) process: the cold measurement."""
+    """(wall, cpu) of one run in this fresh process (imports not timed): the cold measurement."""
+    import pandas  # noqa: F401  (imports are not part of the query)
+
+    from trajlab.analysis import run_sql
     from trajlab.store import Lab
 
     lab = Lab.open(lab_path)
-    if engine == "duckdb":
-        from trajlab.analysis import run_sql
-
-        c0, t0 = _cpu(), time.perf_counter()
-        run_sql(lab, "gaps")
-        return time.perf_counter() - t0, _cpu() - c0
-    c0, t0 = _cpu(), time.perf_counter()
-    pandas_gaps(*_read_pandas(lab))
-    return time.perf_counter() - t0, _cpu() - c0
+    if engine == "duckdb_steps":
+        fn: Callable[[], Any] = lambda: run_sql(lab, "gaps")  # noqa: E731
+    elif engine == "duckdb_usage":
+        fn = lambda: run_sql(lab, "gaps_usage", counts="tool_usage")  # noqa: E731
+    else:
+        fn = lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab))  # noqa: E731
+    return _timed(fn, 1)[0]
 
 
-def _cold(lab, engine: str, repeat: int) -> list[tuple[float, float]]:
+def _cold(lab, engine: str, repeat: int, files: list[Path]) -> Runs:
     out = []
     for _ in range(repeat):
-        _evict(lab.files("steps") + lab.files("trajectories"))
+        _evict(files)
         r = subprocess.run(
             [sys.executable, __file__, "--one", engine, "--lab", str(lab.root)],
             capture_output=True,
@@ -256,13 +382,167 @@ def _cold(lab, engine: str, repeat: int) -> list[tuple[float, float]]:
     return out
 
 
-def _timed(fn, repeat: int) -> list[tuple[float, float]]:
-    out = []
-    for _ in range(repeat):
-        c0, t0 = _cpu(), time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0, _cpu() - c0))
-    return out
+# -- where the time goes ---------------------------------------------------------------------------
+
+
+def _plain_connection(lab, threads: int | None = None, extra: str = ""):
+    """A writable in-memory DuckDB with the lab's views (the analysis connection cannot profile)."""
+    import duckdb
+
+    from trajlab.analysis._usage import current_usage_keys, usage_view_sql
+    from trajlab.schema import TABLES
+    from trajlab.store._duckdb import view_sql
+
+    con = duckdb.connect(":memory:")
+    if threads:
+        con.execute(f"SET threads={threads}")
+    if extra:
+        con.execute(extra)
+    for t in TABLES:
+        con.execute(f"CREATE VIEW {t} AS {view_sql(lab, t)}")
+    con.execute(f"CREATE VIEW tool_usage AS {usage_view_sql(lab, current_usage_keys(lab))}")
+    return con
+
+
+def _operators(con, sql: str, params: dict[str, Any] | None, top: int = 8) -> None:
+    """EXPLAIN ANALYZE: the most expensive operators (summed thread time) with their output rows."""
+    import tempfile
+
+    con.execute(sql, params).fetchall()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "profile.json"
+        con.execute("PRAGMA enable_profiling='json'")
+        con.execute(f"PRAGMA profiling_output='{out}'")
+        con.execute(sql, params).fetchall()
+        con.execute("PRAGMA disable_profiling")
+        prof = json.loads(out.read_text())
+    ops: list[tuple[float, str, int, str]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        extra = node.get("extra_info") or {}
+        what = extra.get("Groups") or extra.get("Conditions") or extra.get("Projections") or ""
+        what = ", ".join(what) if isinstance(what, list) else str(what)
+        ops.append(
+            (float(node.get("timing", 0.0)), node.get("name", "?"), node.get("intermediate_rows", 0), what)
+        )
+        for c in node.get("children", []):
+            walk(c)
+
+    for n in prof.get("operator", []):
+        walk(n)
+    total = sum(o[0] for o in ops) or 1.0
+    for t, name, rows, what in sorted(ops, reverse=True)[:top]:
+        print(f"    {name:<16}{t:>8.3f} s {100 * t / total:>5.1f}%  {rows:>12,} rows  {what[:50]}")
+
+
+def _pieces(con, queries: dict[str, str], repeat: int) -> None:
+    runs: dict[str, Runs] = {k: [] for k in queries}
+    for q in queries.values():
+        con.execute(q).fetchall()
+    for _ in range(repeat):  # interleaved, so that a load spike hits every query alike
+        for k, q in queries.items():
+            runs[k] += _timed(lambda q=q: con.execute(q).fetchall(), 1)
+    for k, v in runs.items():
+        print(
+            f"    {k:<52}{statistics.median(w for w, _ in v):>8.3f}{statistics.median(c for _, c in v):>8.3f}"
+        )
+
+
+def investigate(lab, repeat: int) -> None:
+    """Print where the gap query spends its time: layout, operators, pieces, settings, row groups."""
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from trajlab.analysis import get_analysis
+    from trajlab.analysis._catalog import expand
+
+    print("\n== steps parts (as written by trajlab.store) ==")
+    for f in lab.files("steps"):
+        md = pq.ParquetFile(f).metadata
+        rg = md.row_group(0)
+        cols = {rg.column(i).path_in_schema: rg.column(i) for i in range(rg.num_columns)}
+        tid, tool = cols["trajectory_id"], cols["tool"]
+        print(
+            f"  {f.name}: {md.num_rows:,} rows in {md.num_row_groups} row groups "
+            f"(first {rg.num_rows:,} rows); trajectory_id {tid.compression} {tid.total_compressed_size:,} B, "
+            f"tool {tool.compression} {tool.total_compressed_size:,} B, {md.num_columns} columns"
+        )
+    gaps_sql = expand(get_analysis("gaps").text)
+    usage_sql = expand(get_analysis("gaps_usage").text, counts="tool_usage")
+    con = _plain_connection(lab)
+    print("\n== operators of gaps.sql over steps (EXPLAIN ANALYZE; thread-seconds) ==")
+    _operators(con, gaps_sql, GAPS_PARAMS)
+    print("== operators of gaps_usage.sql over tool_usage ==")
+    _operators(con, usage_sql, GAPS_PARAMS)
+    calls = "FROM steps WHERE kind = 'tool_call'"
+    n_cols = len(pq.ParquetFile(lab.files("steps")[0]).schema_arrow)
+    n_tid, n_pairs = con.execute(
+        f"SELECT count(DISTINCT trajectory_id), count(DISTINCT (trajectory_id, tool)) {calls}"
+    ).fetchone()
+    print(f"\n== pieces (medians of {repeat}) ==                              wall s   cpu s")
+    _pieces(
+        con,
+        {
+            "scan + filter kind": f"SELECT count(*) {calls}",
+            f"scan trajectory_id, tool (2 of {n_cols} columns)": f"SELECT count(trajectory_id), count(tool) {calls}",
+            "GROUP BY tool": f"SELECT tool, count(*) {calls} GROUP BY ALL",
+            f"GROUP BY trajectory_id ({n_tid:,} groups)": f"SELECT trajectory_id, count(*) {calls} GROUP BY ALL",
+            f"GROUP BY trajectory_id, tool ({n_pairs:,} groups)": f"SELECT trajectory_id, tool, count(*) {calls} GROUP BY ALL",
+            "GROUP BY hash(trajectory_id, tool) (same groups)": f"SELECT hash(trajectory_id, tool), count(*) {calls} GROUP BY ALL",
+            "count(DISTINCT trajectory_id) per tool": f"SELECT tool, count(DISTINCT trajectory_id) {calls} GROUP BY ALL",
+            "tool_usage JOIN trajectories, GROUP BY tool": "SELECT tool, sum(n_calls), count(*) FROM tool_usage "
+            "JOIN trajectories USING (trajectory_id) WHERE key = 'tool' GROUP BY ALL",
+            "gaps.sql (steps)": gaps_sql.replace("$min_support", "10").replace("$min_trajectories", "5"),
+            "gaps_usage.sql (tool_usage)": usage_sql.replace("$min_support", "10").replace(
+                "$min_trajectories", "5"
+            ),
+        },
+        repeat,
+    )
+    print(f"\n== DuckDB settings, gaps.sql (medians of {repeat}) ==                 wall s   cpu s")
+    for label, threads, extra in (
+        ("threads=2 (default: one per core)", None, ""),
+        ("threads=1", 1, ""),
+        ("preserve_insertion_order=false", None, "SET preserve_insertion_order=false"),
+    ):
+        c = _plain_connection(lab, threads, extra)
+        q = gaps_sql.replace("$min_support", "10").replace("$min_trajectories", "5")
+        _pieces(c, {label: q}, repeat)
+    print("\n== row-group layout and compression of the steps columns the query reads ==")
+    print("   (the 4 columns rewritten with DuckDB; time of the per-(trajectory, tool) GROUP BY)")
+    tmp = Path(tempfile.mkdtemp(prefix="trajlab-bench-layout-"))
+    try:
+        src = _plain_connection(lab)
+        for rows, codec in (
+            (20_000, "zstd"),
+            (122_880, "zstd"),
+            (122_880, "lz4"),
+            (1_000_000, "lz4"),
+            (122_880, "uncompressed"),
+        ):
+            path = tmp / f"steps-{rows}-{codec}.parquet"
+            level = ", COMPRESSION_LEVEL 1" if codec == "zstd" else ""
+            src.execute(
+                f"COPY (SELECT {', '.join(STEP_COLUMNS)} FROM steps) TO '{path}' "
+                f"(FORMAT parquet, ROW_GROUP_SIZE {rows}, COMPRESSION {codec}{level})"
+            )
+            q = (
+                f"SELECT trajectory_id, tool, count(*) FROM read_parquet('{path}') "
+                "WHERE kind = 'tool_call' GROUP BY ALL"
+            )
+            label = f"{rows:>9,}-row groups, {codec:<12} {path.stat().st_size / 1e6:7.2f} MB"
+            _pieces(src, {label: q}, max(1, repeat // 2))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- main ------------------------------------------------------------------------------------------
+
+
+def _median(runs: Runs) -> tuple[float, float]:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
 def main() -> None:
@@ -271,8 +551,9 @@ def main() -> None:
     ap.add_argument("--lab", default=None, help="Lab folder (default /tmp/trajlab-bench-gaps-<calls>).")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--investigate", action="store_true", help="Also print where the time goes.")
     ap.add_argument("--json", dest="json_out", default=None, help="Also write the figures as JSON here.")
-    ap.add_argument("--one", choices=["duckdb", "pandas"], help=argparse.SUPPRESS)
+    ap.add_argument("--one", choices=["duckdb_steps", "duckdb_usage", "pandas_steps"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(*one_run(args.lab, args.one))
@@ -280,7 +561,7 @@ def main() -> None:
 
     import shutil
 
-    from trajlab.analysis import gaps, run_sql
+    from trajlab.analysis import gaps, refresh_tool_usage, run_sql
     from trajlab.store import Lab
 
     root = Path(args.lab or f"/tmp/trajlab-bench-gaps-{args.calls}")
@@ -291,69 +572,105 @@ def main() -> None:
     lab = Lab.open(root)
     n_calls = run_sql(lab, "SELECT count(*) AS n FROM steps WHERE kind = 'tool_call'").column("n")[0].as_py()
     n_traj = lab.rows("trajectories")
-    print(f"lab {root}: {n_traj} trajectories, {lab.rows('steps')} steps, {n_calls} tool calls")
-
-    # correctness first: both engines give the same table
-    duck = run_sql(lab, "gaps", as_="pandas")
-    frames = _read_pandas(lab)
-    pand = pandas_gaps(*frames)
-    assert list(duck["tool"]) == list(pand["tool"]), "tool order differs"
-    for col in ("n_calls", "calls_success", "share_success", "gap", "usage_gap"):
-        assert np.allclose(duck[col].astype(float), pand[col].astype(float)), col
-    print("duckdb and pandas tables agree")
-
+    print(
+        f"lab {root}: {n_traj:,} trajectories, {lab.rows('steps'):,} steps in {len(lab.files('steps'))} "
+        f"parts, {n_calls:,} tool calls; {os.cpu_count()} CPUs"
+    )
     r = args.repeat
     load_before = os.getloadavg()
-    figures: dict[str, list[tuple[float, float]]] = {
-        "duckdb_cold": _cold(lab, "duckdb", r),
-        "pandas_cold": _cold(lab, "pandas", r),
+    figures: dict[str, Runs] = {}
+
+    # the materialized counts: built once per version of the steps; timed as a forced rebuild
+    figures["build_tool_usage"] = _timed(
+        lambda: refresh_tool_usage(lab, force=True, progress=False), max(1, min(r, 3))
+    )
+    usage = refresh_tool_usage(lab, progress=False)[0]
+    print(f"tool_usage: {usage.rows:,} rows (trajectory, tool), {usage.path.stat().st_size / 1e6:.1f} MB")
+
+    # correctness first: every engine gives the same table
+    want = run_sql(lab, "gaps", as_="pandas")
+    frames = (read_steps_pandas(lab), read_traj_pandas(lab))
+    usage_frame = read_usage_pandas(usage.path)
+    _check_same(
+        "previous formulation", run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS, as_="pandas"), want
+    )
+    _check_same("gaps_usage.sql", run_sql(lab, "gaps_usage", counts="tool_usage", as_="pandas"), want)
+    _check_same("pandas from steps", pandas_gaps(*frames), want)
+    _check_same("pandas from tool_usage", pandas_gaps_from_counts(usage_frame, frames[1]), want)
+    print(f"all five gap tables agree ({len(want)} tools)")
+
+    files = lab.files("steps") + lab.files("trajectories") + [usage.path]
+    figures["duckdb_steps_cold"] = _cold(lab, "duckdb_steps", r, files)
+    figures["duckdb_usage_cold"] = _cold(lab, "duckdb_usage", r, files)
+    figures["pandas_steps_cold"] = _cold(lab, "pandas_steps", r, files)
+    run_sql(lab, "gaps"), run_sql(lab, "gaps_usage")  # warm-up
+    warm: dict[str, Callable[[], Any]] = {
+        "duckdb_steps_warm": lambda: run_sql(lab, "gaps"),
+        "duckdb_previous_warm": lambda: run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS),
+        "duckdb_usage_warm": lambda: run_sql(lab, "gaps_usage", counts="tool_usage"),
+        "pandas_steps_warm": lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab)),
+        "pandas_steps_compute_only": lambda: pandas_gaps(*frames),
+        "pandas_usage_warm": lambda: pandas_gaps_from_counts(
+            read_usage_pandas(usage.path), read_traj_pandas(lab)
+        ),
     }
-    run_sql(lab, "gaps")  # warm-up
-    figures["duckdb_warm"] = _timed(lambda: run_sql(lab, "gaps"), r)
-    figures["pandas_warm"] = _timed(lambda: pandas_gaps(*_read_pandas(lab)), r)
-    figures["pandas_compute_only"] = _timed(lambda: pandas_gaps(*frames), r)
-    frames = None
+    for k in warm:
+        figures[k] = []
+    for _ in range(r):  # interleaved: a load spike hits every engine alike
+        for k, fn in warm.items():
+            figures[k] += _timed(fn, 1)
+    frames = usage_frame = None
     gaps(lab, n_boot=10, progress=False)  # warm-up (imports scipy.stats)
-    figures["gaps_api_warm"] = _timed(lambda: gaps(lab, n_boot=1000, progress=False), max(1, r // 2))
+    n_api = max(1, r // 2)
+    figures["gaps_api_usage_warm"] = _timed(
+        lambda: gaps(lab, n_boot=1000, progress=False, counts="tool_usage"), n_api
+    )
+    figures["gaps_api_steps_warm"] = _timed(
+        lambda: gaps(lab, n_boot=1000, progress=False, counts="steps"), n_api
+    )
     load_after = os.getloadavg()
 
-    wall = {k: statistics.median(w for w, _ in v) for k, v in figures.items()}
-    cpu = {k: statistics.median(c for _, c in v) for k, v in figures.items()}
-    print(f"\n{'measure':<22}{'wall s':>9}{'cpu s':>9}   runs (wall)")
+    med = {k: _median(v) for k, v in figures.items()}
+    print(f"\n{'measure (medians)':<28}{'wall s':>9}{'cpu s':>9}   runs (wall)")
     for k, v in figures.items():
-        print(f"{k:<22}{wall[k]:>9.3f}{cpu[k]:>9.3f}   {', '.join(f'{w:.3f}' for w, _ in v)}")
+        print(f"{k:<28}{med[k][0]:>9.3f}{med[k][1]:>9.3f}   {', '.join(f'{w:.2f}' for w, _ in v)}")
+
+    def ratio(a: str, b: str) -> tuple[float, float]:
+        return med[a][0] / med[b][0], med[a][1] / med[b][1]
+
     ratios = {
-        "cold: pandas / duckdb": (
-            wall["pandas_cold"] / wall["duckdb_cold"],
-            cpu["pandas_cold"] / cpu["duckdb_cold"],
-        ),
-        "warm: pandas / duckdb": (
-            wall["pandas_warm"] / wall["duckdb_warm"],
-            cpu["pandas_warm"] / cpu["duckdb_warm"],
-        ),
-        "warm: pandas compute-only / duckdb": (
-            wall["pandas_compute_only"] / wall["duckdb_warm"],
-            cpu["pandas_compute_only"] / cpu["duckdb_warm"],
-        ),
+        "warm: pandas steps / duckdb steps": ratio("pandas_steps_warm", "duckdb_steps_warm"),
+        "cold: pandas steps / duckdb steps": ratio("pandas_steps_cold", "duckdb_steps_cold"),
+        "warm: pandas steps / duckdb tool_usage": ratio("pandas_steps_warm", "duckdb_usage_warm"),
+        "cold: pandas steps / duckdb tool_usage": ratio("pandas_steps_cold", "duckdb_usage_cold"),
+        "warm: pandas compute-only / duckdb steps": ratio("pandas_steps_compute_only", "duckdb_steps_warm"),
+        "warm: pandas tool_usage / duckdb tool_usage": ratio("pandas_usage_warm", "duckdb_usage_warm"),
+        "warm: duckdb previous / duckdb steps": ratio("duckdb_previous_warm", "duckdb_steps_warm"),
+        "warm: duckdb steps / duckdb tool_usage": ratio("duckdb_steps_warm", "duckdb_usage_warm"),
+        "gaps(): from steps / from tool_usage": ratio("gaps_api_steps_warm", "gaps_api_usage_warm"),
     }
-    print(f"\n{'ratio (medians)':<38}{'wall':>8}{'cpu':>8}")
+    print(f"\n{'ratio (medians)':<46}{'wall':>8}{'cpu':>8}")
     for k, (rw, rc) in ratios.items():
-        print(f"{k:<38}{rw:>7.1f}x{rc:>7.1f}x")
-    print(f"\nload average before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs")
-    goal_warm = wall["duckdb_warm"] < 1.0
-    goal_ratio = ratios["warm: pandas / duckdb"][0] >= 10
+        print(f"{k:<46}{rw:>7.1f}x{rc:>7.1f}x")
+    saved = med["duckdb_steps_warm"][1] - med["duckdb_usage_warm"][1]
+    payback = med["build_tool_usage"][1] / saved if saved > 0 else float("inf")
     print(
-        f"goal: warm < 1 s: {'met' if goal_warm else 'NOT met'}; "
-        f">= 10x pandas (warm, wall): {'met' if goal_ratio else 'NOT met'}"
+        f"building tool_usage costs {med['build_tool_usage'][1]:.2f} CPU s: paid back after {payback:.1f} gap queries"
     )
+    print(f"\nload average before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs")
+    for label, key in (("steps", "duckdb_steps"), ("tool_usage", "duckdb_usage")):
+        fast = med[f"{key}_warm"][0] < 1.0
+        x = ratios[f"warm: pandas steps / duckdb {label}"][0]
+        print(
+            f"goal, duckdb over {label}: warm < 1 s: {'met' if fast else 'NOT met'} ({med[f'{key}_warm'][0]:.2f} s); "
+            f">= 10x pandas (warm, wall): {'met' if x >= 10 else 'NOT met'} ({x:.1f}x)"
+        )
     if args.json_out:
-        Path(args.json_out).write_text(
-            json.dumps(
-                {"calls": n_calls, "trajectories": n_traj, "runs": figures, "wall": wall, "cpu": cpu,
-                 "ratios": ratios, "cpus": os.cpu_count(), "load": [load_before, load_after]},
-                indent=2,
-            )
-        )  # fmt: skip
+        out = {"calls": n_calls, "trajectories": n_traj, "tool_usage_rows": usage.rows, "runs": figures,
+               "medians": med, "ratios": ratios, "cpus": os.cpu_count(), "load": [load_before, load_after]}  # fmt: skip
+        Path(args.json_out).write_text(json.dumps(out, indent=2))
+    if args.investigate:
+        investigate(lab, r)
 
 
 if __name__ == "__main__":

@@ -230,7 +230,6 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
             dcc.Store(id="dag-expanded", data=[]),
         ]
     )
-    timeline = _timeline(ctx, d)
     return html.Div(
         [
             dcc.Store(id="traj-id", data=d.row["trajectory_id"]),
@@ -249,7 +248,10 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                                     value="dag",
                                     children=dag_tab,
                                 ),
-                                dcc.Tab(label="Timeline", value="timeline", children=timeline),
+                                # built when opened: a long run's table is not paid for by the DAG view
+                                dcc.Tab(
+                                    label="Timeline", value="timeline", children=html.Div(id="timeline-box")
+                                ),
                             ],
                         ),
                         className="traj-main",
@@ -520,6 +522,16 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         if node.get("kind") == "agent":
             return no_update, no_update, [a for a in agents or [] if a != node.get("agent")]
         return node.get("step"), no_update, no_update
+
+    @app.callback(
+        Output("timeline-box", "children"),
+        Input("traj-tabs", "value"),
+        State("traj-id", "data"),
+    )
+    def _timeline_tab(tab, tid):  # type: ignore[no-untyped-def]
+        if tab != "timeline" or not tid:
+            raise PreventUpdate
+        return _timeline(ctx, ctx.trajectories.get(ctx, tid))
 
     @app.callback(
         Output("selected-step", "data", allow_duplicate=True),

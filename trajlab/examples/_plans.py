@@ -7,6 +7,7 @@ ground truth that later stages (DAG candidates, judges, distillation) are checke
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 
@@ -140,14 +141,11 @@ class _Builder:
             )
         if audio:
             streams.append(
-                '{"index":%d,"codec_type":"audio","codec_name":"aac","sample_rate":"44100","channels":2}'
-                % len(streams)
+                f'{{"index":{len(streams)},"codec_type":"audio","codec_name":"aac",'
+                '"sample_rate":"44100","channels":2}'
             )
-        out = '{"streams":[%s],"format":{"filename":"%s","duration":"%d.000000","bit_rate":"1411200"}}' % (
-            ",".join(streams),
-            media,
-            duration,
-        )
+        fmt = {"filename": media, "duration": f"{duration}.000000", "bit_rate": "1411200"}
+        out = '{"streams":[' + ",".join(streams) + '],"format":' + json.dumps(fmt, separators=(",", ":")) + "}"
         self.patterns.append("probe_before_extract")
         return self.call(f"ffprobe -v error -print_format json -show_format -show_streams {media}", out)
 
@@ -171,7 +169,6 @@ class _Builder:
         return self.call(f"ffmpeg -hide_banner -y -i {media} -vn -ac 1 -ar 16000 audio.wav", out)
 
     def whisper(self, audio: str, lines: list[str], model: str = "small") -> Act:
-        stem = audio.rsplit(".", 1)[0]
         body = "\n".join(
             f"[{i * 7 // 60:02d}:{i * 7 % 60:02d}.000 --> {(i + 1) * 7 // 60:02d}:{(i + 1) * 7 % 60:02d}.000]  {ln}"
             for i, ln in enumerate(lines)
@@ -184,8 +181,8 @@ class _Builder:
         )
 
     def grep_transcript(self, audio: str, lines: list[str], pattern: str = "thousand") -> Act:
-        stem = audio.rsplit(".", 1)[0]
         hits = [f"{i + 1}:{ln}" for i, ln in enumerate(lines) if pattern in ln]
+        stem = audio.rsplit(".", 1)[0]
         return self.call(
             f"grep -n -i '{pattern}' transcripts/{stem}.txt", "\n".join(hits) or "", code=0 if hits else 1
         )
@@ -233,7 +230,7 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
         b.patterns.append("adhoc_cv2_script")
         b.call(
             "python3 inspect_media.py " + media,
-            f"python3: can't open file '/work/inspect_media.py': [Errno 2] No such file or directory",
+            "python3: can't open file '/work/inspect_media.py': [Errno 2] No such file or directory",
             code=2,
         )
     variant = (
@@ -251,12 +248,12 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
     answer = task.answer
     dom = task.domain
 
-    if dom in ("video", "mixed", "audio") and (
+    probes = dom in ("video", "mixed", "audio") and (
         outcome == "success" or variant not in ("skipped",) or rng.random() < 0.5
-    ):
-        if outcome == "success" or rng.random() < 0.35:
-            for _ in range(1 + (extra_probe if outcome == "success" else 0)):
-                b.probe(media, int(f["duration"]), audio=True, video=dom != "audio")
+    )
+    if probes and (outcome == "success" or rng.random() < 0.35):
+        for _ in range(1 + (extra_probe if outcome == "success" else 0)):
+            b.probe(media, int(f["duration"]), audio=True, video=dom != "audio")
     if dom == "video":
         code, count = f["code"], f["count"]
         if variant == "sampling":

@@ -297,7 +297,7 @@ def judge_lab(
         return judge.judge(ensure_dag(view), use_cache)  # DAG built in the worker, not the feeding thread
 
     try:
-        for view in iter_views(lab, todo, build=False):
+        for view in iter_views(lab, todo, chunk=128, build=False):
             pending.add(pool.submit(work, view))
             if len(pending) >= limit:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
