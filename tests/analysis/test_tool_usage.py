@@ -118,7 +118,15 @@ def test_stale_counts_are_not_used_and_are_pruned(builder, monkeypatch):
         txn.append("trajectories", [{**builder.trajectories[0], "trajectory_id": "S3"}])
         txn.append(
             "steps",
-            [{"trajectory_id": "S3", "step_index": 0, "step_id": "S3:0", "kind": "tool_call", "tool": "whisper"}],
+            [
+                {
+                    "trajectory_id": "S3",
+                    "step_index": 0,
+                    "step_id": "S3:0",
+                    "kind": "tool_call",
+                    "tool": "whisper",
+                }
+            ],
         )
     assert not tool_usage_current(lab)
     res = run_analysis(lab, "gaps_usage", params={"min_support": 0, "min_trajectories": 0})
@@ -145,19 +153,25 @@ def test_gaps_usage_file_equals_gaps_file(builder):
     assert "FROM tool_usage WHERE key = 'tool'" in res.sql and "FROM steps" not in res.sql
     assert res.table.equals(run_sql(lab, "gaps", params={"min_support": 0, "min_trajectories": 0}))
     rows = {r["tool"]: r for r in res.table.to_pylist()}
-    # successes S1, S2 (7 calls); failures F1 (3 calls), F2 (none); U1 unknown
+    # successes S1, S2 (6 tool calls); failures F1 (3 calls), F2 (none); U1 unknown
     assert rows["python"]["calls_success"] == 2 and rows["python"]["calls_failure"] == 3
-    assert rows["python"]["share_success"] == pytest.approx(2 / 7) and rows["python"]["gap"] == pytest.approx(2 / 7 - 1)
+    assert rows["python"]["share_success"] == pytest.approx(2 / 6) and rows["python"]["gap"] == pytest.approx(
+        2 / 6 - 1
+    )
     assert rows["python"]["usage_success"] == 1.0 and rows["python"]["usage_failure"] == 0.5
-    assert rows["ffprobe"]["share_success"] == pytest.approx(2 / 7) and rows["ls"]["calls_success"] == 1
+    assert rows["ffprobe"]["share_success"] == pytest.approx(2 / 6) and rows["ls"]["calls_success"] == 1
     # a key that is not materialized is counted from steps; the program key is
     prog = run_analysis(lab, "gaps_usage", key="program", params={"min_support": 0, "min_trajectories": 0})
     assert prog.params["counts"] == "tool_usage" and prog.params["key"] == "program"
     want = run_sql(lab, "gaps", key="program", params={"min_support": 0, "min_trajectories": 0})
     assert prog.table.equals(want) and "mkdir" in want.column("tool").to_pylist()
-    tm = run_analysis(lab, "gaps_usage", key="tool_modality", params={"min_support": 0, "min_trajectories": 0})
+    tm = run_analysis(
+        lab, "gaps_usage", key="tool_modality", params={"min_support": 0, "min_trajectories": 0}
+    )
     assert tm.params["counts"] == "steps"
-    assert tm.table.equals(run_sql(lab, "gaps", key="tool_modality", params={"min_support": 0, "min_trajectories": 0}))
+    assert tm.table.equals(
+        run_sql(lab, "gaps", key="tool_modality", params={"min_support": 0, "min_trajectories": 0})
+    )
     # counts="steps" ignores the materialized table
     assert run_analysis(lab, "gaps_usage", counts="steps").params["counts"] == "steps"
 
@@ -212,7 +226,10 @@ def test_unwritable_lab_falls_back_to_steps(builder, monkeypatch):
 
 def test_the_view_reads_the_materialized_file(builder):
     lab = _lab(builder)
-    assert run_sql(lab, "SELECT sum(n_calls) AS n FROM tool_usage WHERE key = 'tool'").column("n")[0].as_py() == 10
+    assert (
+        run_sql(lab, "SELECT sum(n_calls) AS n FROM tool_usage WHERE key = 'tool'").column("n")[0].as_py()
+        == 10
+    )
     path = refresh_tool_usage(lab, progress=False)[0].path
     # doctor the file: the view (and gaps_usage) must now read it, which proves they use it
     t = pq.read_table(path)
