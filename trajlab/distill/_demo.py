@@ -50,5 +50,10 @@ def demo_distill(
             f"no-skill vs skill runs: accuracy {cmp.accuracy_a:.3f} -> {cmp.accuracy_b:.3f} "
             f"({cmp.delta:+.3f}) over {cmp.pairs} paired runs, McNemar p = {cmp.p_value:.3g}"
         )
+        if examples is not None:
+            lines.append(
+                "  (the example runs' skill condition is generated with a higher success rate: this line "
+                "shows `skills compare` at work, not a measured effect of the distilled skills)"
+            )
         data.update(skill_delta=cmp.delta, skill_p=cmp.p_value)
     return "\n".join(lines), data
