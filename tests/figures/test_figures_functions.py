@@ -182,6 +182,8 @@ def test_capability_usage(fig_lab):
     assert got[("m-a", "external")] == pytest.approx(0.3) and got[("m-a", "file")] == pytest.approx(0.45)
     bars = traces(res.figure, name="file")[0]
     assert list(bars.x) == ["m-a", "m-b"] and list(bars.y) == pytest.approx([0.45, 0.0])
+    # no call is `other`: it stays in the data but gets no legend entry without bars
+    assert [t.name for t in res.figure.data] == ["external", "file", "compute"]
     facet = FIGURES["capability_usage"](fig_lab, by="model", facet="domain", measure="calls_per_traj")
     assert facet.params["facet"] == "domain" and {r["facet"] for r in facet.data.to_pylist()} == {"audio"}
     assert facet.figure.layout.xaxis.title.text == "domain: audio"

@@ -379,7 +379,8 @@ def capability_usage(
     data = pa.Table.from_pylist(rows)
     facets = sorted({r["facet"] for r in rows})
     groups = sorted({r["group"] for r in rows})
-    caps = [c for c in CAPABILITY_COLORS if any(r["capability"] == c for r in rows)]
+    # a capability with no calls anywhere (often `other`) would be a legend entry without bars
+    caps = [c for c in CAPABILITY_COLORS if any(r["capability"] == c and r["n_calls"] for r in rows)]
     fig = make_subplots(
         rows=1,
         cols=len(facets),
