@@ -69,6 +69,7 @@ def test_event_stream(parsed):
     # arguments are what the model sent, taken from the response's tool call
     assert json.loads(b["arguments"]) == {"command": "view", "path": "/workspace/notes.txt"}
     assert b["is_error"] is True
+    assert (b["tool_name"], b["tool"], b["modality"]) == ("str_replace_editor", "read", "file")  # view
     whisper = calls["toolu_C"]
     assert (whisper["tool"], whisper["exit_code"], whisper["timed_out"], whisper["is_error"]) == (
         "whisper",

@@ -68,6 +68,7 @@ def test_v1_tool_calls_history_before_submit(parsed):
     calls = [s for s in steps if s["kind"] == "tool_call"]
     assert [c["tool_name"] for c in calls] == ["find_file", "bash", "str_replace_editor", "submit"]
     assert [c["duration_s"] for c in calls] == [0.25, 30.0, 0.5, 0.75]
+    assert [c["tool"] for c in calls] == ["find", "sleep", "edit", "submit"]  # str_replace edits
     assert json.loads(calls[0]["arguments"]) == {"file_name": "calc.py"}
     sleep = calls[1]
     assert (sleep["tool"], sleep["timed_out"], sleep["is_error"]) == ("sleep", True, True)

@@ -150,6 +150,17 @@ RUNNER_TOOLS: dict[str, tuple[str, str | None]] = {
     "calculator": ("calculator", "compute"),
 }
 PYTHON_TOOLS = frozenset({"python", "execute_python", "run_ipython", "ipython"})
+# File-editor tools with sub-commands (SWE-agent / OpenHands `str_replace_editor`, Anthropic's text
+# editor): the sub-command decides the tool, so `view` is a read, not an edit.
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+EDITOR_COMMANDS = {
+    "view": "read",
+    "create": "write",
+    "str_replace": "edit",
+    "insert": "edit",
+    "undo_edit": "edit",
+    "edit": "edit",
+}
 # Runner tools whose argument is a shell command line, and the argument keys that may hold it.
 SHELL_TOOLS = _set(
     "bash shell shell_command exec_command local_shell_call execute_bash execute_command run_command "

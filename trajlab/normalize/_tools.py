@@ -37,6 +37,8 @@ from ._lexicon import (
     AUDIO_PROGRAMS,
     BUILD_TOOLS,
     COMMAND_KEYS,
+    EDITOR_COMMANDS,
+    EDITOR_TOOLS,
     EXT_RE,
     FILE_PROGRAMS,
     GIT_WEB_VERBS,
@@ -310,6 +312,26 @@ def _normalize_json_args(tool_name: str | None, raw: str) -> ToolInfo:
     return _normalize(tool_name, raw, json_string=False)  # e.g. a brace group `{ cmd; }`
 
 
+def _editor_call(low: str, argd: dict[str, Any], text: str | None) -> ToolInfo:
+    """`str_replace_editor view PATH` is a read, `create` a write, `str_replace`/`insert` an edit.
+
+    The sub-command comes from the `command` argument (`{"command": "view", "path": ...}`, SWE-agent
+    1.x / OpenHands) or from the action line (`str_replace_editor view /repo/a.py`, SWE-agent 0.x)."""
+    cmd = argd.get("command") if argd else text
+    words = cmd.split(None, 3)[:3] if isinstance(cmd, str) else []
+    if words and program_name(words[0]) == low:
+        words = words[1:]
+    sub = words[0].lower() if words else ""
+    tool = EDITOR_COMMANDS.get(sub, "edit")
+    path = next((argd[k] for k in PATH_KEYS if isinstance(argd.get(k), str)), None)
+    if path is None and len(words) > 1:
+        path = words[1]
+    modality = (_media_of_words([path]) if path else None) or "file"
+    if tool == "read" and modality == "image":
+        tool = "image_read"
+    return ToolInfo(tool, (), modality, None)
+
+
 def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
     """Normalize a runner tool call given its name and arguments (a dict, an argv list, a command line
     string, or the arguments as a JSON string)."""
@@ -335,6 +357,8 @@ def _normalize(tool_name: str | None, args: Any, json_string: bool = True) -> To
     else:
         argd = {}
         command_text = None
+    if low in EDITOR_TOOLS:
+        return _editor_call(low, argd, args if isinstance(args, str) else None)
     if low in SHELL_TOOLS or (command_text and low not in RUNNER_TOOLS):
         if command_text:
             return analyze_command(command_text)
