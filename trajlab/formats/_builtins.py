@@ -30,12 +30,9 @@ BUILTIN_ADAPTERS: dict[str, tuple[str, ...]] = {
 
 @hookimpl
 def register_adapters(register: Callable[[type[Adapter]], None]) -> None:
+    """Import every built-in adapter module; a broken or missing one raises (the registry re-raises
+    built-in failures instead of downgrading them to a plugin warning)."""
     for module, classes in BUILTIN_ADAPTERS.items():
-        try:
-            mod = importlib.import_module(f"trajlab.formats.{module}")
-        except ModuleNotFoundError as e:
-            if e.name == f"trajlab.formats.{module}":
-                continue  # adapter not written yet (development tree)
-            raise
+        mod = importlib.import_module(f"trajlab.formats.{module}")
         for cls in classes:
             register(getattr(mod, cls))

@@ -22,6 +22,7 @@ from ._base import Adapter
 
 hookspec = pluggy.HookspecMarker("trajlab")
 hookimpl = pluggy.HookimplMarker("trajlab")
+BUILTINS = "trajlab.builtins"  # plugin name of the built-in adapters
 
 
 class AdapterSpecs:
@@ -36,7 +37,7 @@ def plugin_manager() -> pluggy.PluginManager:
     pm.add_hookspecs(AdapterSpecs)
     from . import _builtins
 
-    pm.register(_builtins, name="trajlab.builtins")
+    pm.register(_builtins, name=BUILTINS)
     pm.load_setuptools_entrypoints("trajlab")
     return pm
 
@@ -48,9 +49,15 @@ _LOAD_ERRORS: list[str] = []
 def adapters() -> tuple[Adapter, ...]:
     """Every registered adapter, most specific first.
 
-    A plugin whose hook fails (a broken import, a missing class) is reported by `load_errors()` and a
-    warning; the adapters registered before the failure, and every other plugin's, stay available.
+    A third-party plugin whose hook fails (a broken import, a missing class) is reported by
+    `load_errors()` and a warning; the adapters registered before the failure, and every other
+    plugin's, stay available. A failure of the built-in adapters is a bug in trajlab: it raises.
     """
+    return collect_adapters(plugin_manager().hook.register_adapters.get_hookimpls(), _LOAD_ERRORS)
+
+
+def collect_adapters(hookimpls: list[pluggy.HookImpl], errors: list[str]) -> tuple[Adapter, ...]:
+    """Run the plugins' hooks; third-party failures are appended to `errors` (and warned about)."""
     found: list[type[Adapter]] = []
 
     def register(cls: type[Adapter]) -> None:
@@ -60,12 +67,15 @@ def adapters() -> tuple[Adapter, ...]:
             raise ValueError(f"two adapters are named {cls.name!r}")
         found.append(cls)
 
-    for impl in plugin_manager().hook.register_adapters.get_hookimpls():
+    for impl in hookimpls:
+        if impl.plugin_name == BUILTINS:
+            impl.function(register=register)
+            continue
         try:
             impl.function(register=register)
         except Exception as e:  # one broken plugin must not disable the others
             msg = f"adapter plugin {impl.plugin_name!r} failed to register: {type(e).__name__}: {e}"
-            _LOAD_ERRORS.append(msg)
+            errors.append(msg)
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
     return tuple(sorted((cls() for cls in found), key=lambda a: (a.priority, a.name)))
 
