@@ -15,7 +15,8 @@ every run is a fresh process, so its peak RSS is its own):
 - build      : the same with the default worker processes (CPU count, up to 4); the parent streams and
                writes, workers build
 
-The reads use the same scan as `build_lab` (16,384-row batches, read-ahead of 2 batches). It prints
+The reads use the same scan as `build_lab` (`trajlab.dag._store.scan_steps`: one part file and one row group
+at a time, 16,384-row batches, no pre-buffering). It prints
 steps/s, the ratios to read-rows (the goal: within 3x) and to read-arrow, and peak RSS (the process, and
 the largest worker). To show memory is bounded by the largest trajectory rather than the lab, `build-1`
 is also run on a lab with a quarter of the steps (same trajectory-length distribution): its peak RSS
@@ -254,24 +255,19 @@ def _child(mode: str, lab_path: str) -> None:
     import pyarrow.parquet as pq  # noqa: F401 - import cost outside the timed region
 
     from trajlab.dag import build_lab
-    from trajlab.dag._store import STEP_COLUMNS
+    from trajlab.dag._store import scan_steps
     from trajlab.store import Lab
 
     lab = Lab.open(lab_path)
-    scan = {
-        "columns": list(STEP_COLUMNS),
-        "batch_size": 16_384,
-        "batch_readahead": 2,
-        "fragment_readahead": 1,
-    }
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # after imports
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     n = 0
     if mode == "read-arrow":
-        for batch in lab.dataset("steps").to_batches(**scan):
+        for batch in scan_steps(lab, batch_size=16_384):
             n += batch.num_rows
     elif mode == "read-rows":
-        for batch in lab.dataset("steps").to_batches(**scan):
+        for batch in scan_steps(lab, batch_size=16_384):
             n += len(batch.to_pylist())
     else:
         rep = build_lab(lab, rebuild=True, progress=False, workers=1 if mode == "build-1" else None)
@@ -289,7 +285,7 @@ def _child(mode: str, lab_path: str) -> None:
         "workers_cpu": workers,
         "steps": n,
     }
-    out |= {"rss_mb": me.ru_maxrss / 1024, "worker_rss_mb": kids.ru_maxrss / 1024}
+    out |= {"rss_mb": me.ru_maxrss / 1024, "base_rss_mb": base_rss, "worker_rss_mb": kids.ru_maxrss / 1024}
     print(json.dumps(out))
 
 
@@ -345,6 +341,7 @@ def main() -> None:
     own = statistics.median(x["own_cpu"] for x in results["build"])
     wcpu = statistics.median(x["workers_cpu"] for x in results["build"])
     small_build = _run("build-1", small)
+    small_read = _run("read-rows", small)
     print()
     print(f"{'mode':<12}{'wall s':>9}{'CPU s':>9}{'steps/s wall':>14}{'peak RSS MB':>13}{'worker MB':>11}")
     for m in results:
@@ -363,10 +360,13 @@ def main() -> None:
         f"build with {n_workers} workers: parent {own:.1f}s CPU (read, hand out, write), workers {wcpu:.1f}s CPU; "
         f"critical path on idle CPUs ~{path:.1f}s = {path / cpu['read-rows']:.2f}x read-rows"
     )
+    base = results["build-1"][0]["base_rss_mb"]
     print(
         f"peak RSS of build-1: {rss['build-1']:.0f} MB on {steps:,} steps vs {small_build['rss_mb']:.0f} MB on "
-        f"{small_build['steps']:,} steps (a quarter of the lab)"
+        f"{small_build['steps']:,} steps (a quarter of the lab); read-rows {rss['read-rows']:.0f} MB vs "
+        f"{small_read['rss_mb']:.0f} MB; {base:.0f} MB after imports"
     )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

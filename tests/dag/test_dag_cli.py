@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from dagfix import add_to_lab
+from dagfix import Run, add_to_lab
 from test_omni import audio_run
 
 from trajlab.cli import cli
@@ -50,3 +50,35 @@ def test_errors_are_messages(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no such lab" in res.output
     res = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--format", "svg"])
     assert res.exit_code == 2 and "Invalid value for '--format'" in res.output
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    empty = Lab.create(tmp_path / "empty")
+    res = CliRunner().invoke(cli, ["dag", str(empty.root)])
+    assert res.exit_code == 1
+    assert res.output == (
+        f"Error: no trajectories in {empty.root}: nothing to build "
+        f"(ingest runs first: `trajlab ingest PATH --out {empty.root}`)\n"
+    )
+    res = CliRunner().invoke(cli, ["dag", "build", lab, "--traj", "t_zzz"])
+    assert res.exit_code == 1 and res.output.startswith("Error: no trajectory t_zzz in ")
+    blocker = tmp_path / "plain.txt"
+    blocker.write_text("x")
+    res = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--out", str(blocker / "d.json")])
+    assert res.exit_code == 1
+    assert res.output == f"Error: cannot write {blocker / 'd.json'}: {blocker} is not a directory\n"
+    res = CliRunner().invoke(cli, ["dag", "export", lab, "t_fixture", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "is a directory" in res.output
+
+
+def test_trajectory_without_steps(tmp_path: Path) -> None:
+    lab = Lab.create(tmp_path / "lab")
+    add_to_lab(lab, [Run(tid="t_empty")])
+    res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q"])
+    assert res.exit_code == 0 and "built 1 DAGs from 0 steps" in res.output
+    assert "1 trajectories with anomalies: trajectory has no steps x1" in res.output
+    show = CliRunner().invoke(cli, ["dag", "show", str(lab.root), "t_empty"])
+    assert show.exit_code == 0
+    assert show.output.splitlines()[0].startswith("trajectory t_empty: 0 steps, 0 edges")
+    assert "anomaly: trajectory has no steps" in show.output

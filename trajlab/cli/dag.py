@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..dag import EXPORT_FORMATS, build_lab, export, load_dag, read_steps, render_text
+from ..errors import ConfigError, LabError
 from ..fsutil import atomic_write_text
+from ..store import Lab
+
+
+def _why(out: Path, e: OSError) -> str:
+    """Why `out` could not be written, naming the directory at fault."""
+    for d in out.absolute().parents:
+        if d.exists():
+            if not d.is_dir():
+                return f"{d} is not a directory"
+            return f"cannot create files in {d} ({e.strerror or e})"
+    return e.strerror or str(e)
 
 
 class _DefaultBuild(click.Group):
@@ -29,7 +43,13 @@ def dag_group() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: bool) -> None:
     """Build and store the step DAGs of the lab's trajectories (incremental)."""
-    report = build_lab(lab, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
+    opened = Lab.open(lab)
+    if not opened.rows("trajectories"):
+        raise LabError(
+            f"no trajectories in {opened.root}: nothing to build (ingest runs first: "
+            f"`trajlab ingest PATH --out {lab}`)"
+        )
+    report = build_lab(opened, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
     click.echo(report.format())
     if report.failed:
         raise click.exceptions.Exit(1)
@@ -62,7 +82,10 @@ def export_cmd(lab: str, trajectory: str, fmt: str, out: str | None) -> None:
     """Write a trajectory's DAG as JSON, GraphML or Graphviz DOT."""
     text = export(load_dag(lab, trajectory), fmt)
     if out:
-        atomic_write_text(out, text)
+        try:
+            atomic_write_text(out, text)
+        except OSError as e:
+            raise ConfigError(f"cannot write {out}: {_why(Path(out), e)}") from None
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)

@@ -48,7 +48,9 @@ from ._tokens import (
     code_io,
     dirname,
     ext_of,
+    grouped,
     has_glob,
+    has_grouped,
     has_path,
     has_value,
     norm_path,
@@ -341,6 +343,9 @@ class _Builder:
         )  # token -> (kind, last use, target)
         for v, last in values.items():
             self.wanted[v].append(("v", last, v))
+            g = grouped(v)
+            if g is not None:  # printed as 4,210, typed as 4210
+                self.wanted[g].append(("g", last, v))
         for p, last in paths.items():
             for pr in _probes(p):
                 self.wanted[pr].append(("p", last, p))
@@ -473,9 +478,11 @@ class _Builder:
                 for kind, last, target in self.wanted[key]:
                     if last <= node:
                         continue
-                    if kind == "v":
-                        lst = ix.values[key]
-                        if (not lst or lst[-1] != node) and has_value(t, key):
+                    if kind == "v" or kind == "g":
+                        lst = ix.values[target]
+                        if (not lst or lst[-1] != node) and (
+                            has_value(t, key) if kind == "v" else has_grouped(t, key)
+                        ):
                             lst.append(node)
                     elif kind == "u":
                         ix.urls[key].append(node)

@@ -17,12 +17,12 @@ LAST_LINE_MAX = 24
 VALUE_TEXT_MAX = 2_000
 """Characters of a command or argument text searched for typed-in values."""
 NO_RESULT_TOOLS = frozenset(["web_search"])
+"""Tools whose results runners do not log: a missing result is not an anomaly."""
 FINISH_TOOLS = words(
     "submit finish mark_task_complete task_complete attempt_completion complete_task final_answer"
 )
 """Tools that end a run by handing in the result: the last call to one is the answer step."""
-"""Tools whose results runners do not log: a missing result is not an anomaly."""
-BENIGN_EXIT_1 = frozenset(["grep", "diff", "cmp", "test", "["])
+BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
 DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
 _CTRL = {c: " " for c in [*range(0, 32), 127]}

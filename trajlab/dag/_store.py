@@ -14,10 +14,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from ..errors import LabError
-from ..store import Lab
+from ..store import Lab, table_schema
 from ._build import build_dag
 from ._model import DAG_VERSION, StepDag
 from ._pool import Result, build_many
@@ -142,18 +143,48 @@ def _todo(lab: Lab, ids: list[str] | None, rebuild: bool) -> tuple[list[str], li
     return todo, stale, len(selected) - len(todo)
 
 
+def scan_steps(
+    lab: Lab, trajectory_ids: set[str] | None = None, batch_size: int = 16_384
+) -> Iterator[pa.RecordBatch]:
+    """The DAG columns of the steps table, batch by batch (only `trajectory_ids` when given).
+
+    One part file and one row group at a time, without pre-buffering or read-ahead threads: a
+    dataset scan pre-buffers whole part files, so its memory grows with the part size (and with
+    the lab); this stays bounded by one row group. Parts written before a column existed get nulls.
+    """
+    full = table_schema("steps")
+    fields = [full.field(c) for c in STEP_COLUMNS]
+    wanted = pa.array(sorted(trajectory_ids), type=pa.string()) if trajectory_ids is not None else None
+    for path in lab.files("steps"):
+        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        present = set(pf.schema_arrow.names)
+        cols = [f.name for f in fields if f.name in present]
+        for batch in pf.iter_batches(batch_size=batch_size, columns=cols, use_threads=False):
+            if wanted is not None:
+                batch = batch.filter(pc.is_in(batch.column("trajectory_id"), value_set=wanted))
+                if not batch.num_rows:
+                    continue
+            if batch.schema.names != [f.name for f in fields] or any(
+                batch.schema.field(f.name).type != f.type for f in fields if f.name in present
+            ):
+                batch = pa.RecordBatch.from_arrays(
+                    [
+                        batch.column(f.name).cast(f.type)
+                        if f.name in present
+                        else pa.nulls(batch.num_rows, f.type)
+                        for f in fields
+                    ],
+                    schema=pa.schema(fields),
+                )
+            yield batch
+
+
 def _grouped(
-    lab: Lab, todo: set[str], counts: dict[str, int], batch_size: int
+    lab: Lab, todo: set[str], counts: dict[str, int], batch_size: int, all_: bool = False
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Stream (trajectory id, its steps) from the steps table; holds only trajectories still being read."""
     open_: dict[str, list[dict[str, Any]]] = {}
-    cols = [c for c in STEP_COLUMNS]
-    ds = lab.dataset("steps")
-    flt = pc.field("trajectory_id").isin(pa.array(sorted(todo), type=pa.string()))
-    # little read-ahead: decoded batches of long outputs are large, and memory must not grow with the lab
-    for batch in ds.to_batches(
-        columns=cols, filter=flt, batch_size=batch_size, batch_readahead=2, fragment_readahead=1
-    ):
+    for batch in scan_steps(lab, None if all_ else todo, batch_size):
         for row in batch.to_pylist():
             tid = row["trajectory_id"]
             rows = open_.get(tid)
@@ -196,10 +227,13 @@ def build_lab(
         else None
     )
     counts: dict[str, int] = {}
+    every = True  # every trajectory with steps is being built: the scan needs no filter
     if vc is not None:
         for v in vc.to_pylist():
             if v["values"] in todo_set:
                 counts[v["values"]] = v["counts"]
+            else:
+                every = False
     trows = _trajectory_rows(lab, todo)
     bar = tqdm(
         total=sum(counts.values()),
@@ -216,7 +250,7 @@ def build_lab(
             seen: set[str] = set()
 
             def items() -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-                for tid, steps in _grouped(lab, todo_set, counts, batch_size):
+                for tid, steps in _grouped(lab, todo_set, counts, batch_size, every):
                     seen.add(tid)
                     yield trows[tid], steps
                 for tid in todo:

@@ -20,6 +20,8 @@ _SECOND = timedelta(seconds=1)
 
 
 def prepare(b: _Builder, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not steps:
+        b.anomalies.append("trajectory has no steps")
     idx = [s.get("step_index") for s in steps]
     good = [s for s in steps if isinstance(s.get("step_index"), int)]
     if len(good) < len(steps):

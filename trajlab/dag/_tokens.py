@@ -162,6 +162,33 @@ def has_value(text: str, value: str) -> bool:
         return True
 
 
+def grouped(value: str) -> str | None:
+    """`4210` -> `4,210` (how outputs often print a number the agent later types without separators)."""
+    sign = "-" if value[:1] == "-" else ""
+    whole, _, frac = value.lstrip("-").partition(".")
+    if len(whole) < 4 or not whole.isdigit() or whole[0] == "0" or (frac and not frac.isdigit()):
+        return None
+    return f"{sign}{int(whole):,}" + (f".{frac}" if frac else "")
+
+
+def has_grouped(text: str, token: str) -> bool:
+    """`4,210` occurs as a whole number (not in `14,210` or `4,210,000`)."""
+    start = 0
+    while True:
+        k = text.find(token, start)
+        if k < 0:
+            return False
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".,"):
+            continue
+        j = k + len(token)
+        if j < len(text) and (
+            text[j] in _WORDCH or (text[j] in ".," and j + 1 < len(text) and text[j + 1].isdigit())
+        ):
+            continue
+        return True
+
+
 def has_path(text: str, path: str) -> bool:
     """`path` occurs in `text` and is not part of a longer name (`lib/a.ex` in "/x/lib/a.ex", not "a.exs")."""
     start = 0
