@@ -16,7 +16,7 @@ from trajlab.store import Lab
 
 pytestmark = pytest.mark.corpus
 
-RUNNERS = ("claude_code", "codex", "atif", "swe_agent")
+RUNNERS = ("claude_code", "codex", "atif", "swe_agent", "who_and_when")
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +219,27 @@ def test_atif_summarization_continuation(lab: Lab) -> None:
         s["step_index"] for s in steps if "hello.txt" in (s["command"] or "") and ">" in s["command"]
     )
     assert _edge(d, hello, answer, "answer")["rule"] == "answer-final-write"
+
+
+@pytest.mark.skipif(
+    "who_and_when" not in {a.runner for a in adapters()}, reason="Who&When adapter not registered"
+)
+def test_who_and_when_peers_take_turns_in_one_thread(lab: Lab) -> None:
+    tid = _tid(lab, "who_and_when/Hand-Crafted/51.json")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    agents = [s["agent_id"] for s in steps]
+    assert agents[:2] == ["main", "Orchestrator"] and "FileSurfer" in agents
+    hand = next(
+        i for i in range(1, len(agents)) if agents[i - 1] == "Orchestrator" and agents[i] == "FileSurfer"
+    )
+    back = hand + 1
+    assert agents[back] == "Orchestrator"
+    assert _edge(d, 0, 1, "sequence")["rule"] == "next"  # the task reaches the orchestrator
+    assert _edge(d, hand - 1, hand, "sequence")["rule"] == "next"  # handing over to FileSurfer
+    assert _edge(d, hand, back, "sequence")["rule"] == "next"  # and back
+    assert not [a for a in d.metrics["anomalies"] if a.startswith("sub-agent")]
+    assert not [e for e in d.edges if e["type"] in ("spawn", "return")]
+    assert d.metrics["answer_step"] == len(steps) - 1 and agents[-1] == "Orchestrator"
+    assert d.metrics["depth"] == len(steps)  # one conversation: every step one layer below the last

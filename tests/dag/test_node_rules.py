@@ -103,3 +103,22 @@ def test_depth_width_and_longest_path_of_a_parallel_batch() -> None:
     # each probed file starts its own video branch; only b.mp4's fed the answer
     assert m["branches"] == ["video#1", "video#2", "video#3"] and m["answer_branches"] == ["video#2"]
     assert m["n_merges"] == 0
+
+
+def test_peer_agents_share_one_thread() -> None:
+    """Agents of one conversation that nobody spawned (Who&When, AutoGen) take turns: no sub-agents."""
+    r = Run(domain="math")
+    r.user("What is 17 * 23?")  # 0
+    r.say("Plan: ask the coder to compute it.", agent_id="Orchestrator")  # 1
+    r.bash('python3 -c "print(17 * 23)"', "391", agent_id="Coder")  # 2
+    r.say("The answer is 391.", agent_id="Orchestrator")  # 3
+    d = r.dag()
+    assert d.anomalies == []
+    assert [(e["src"], e["dst"], e["rule"]) for e in d.edges if e["type"] == "sequence"] == [
+        (0, 1, "next"),
+        (1, 2, "next"),
+        (2, 3, "next"),
+    ]
+    assert not [e for e in d.edges if e["type"] in ("spawn", "return")]
+    assert d.metrics["answer_step"] == 3
+    assert edge(d, 2, 3, "answer")["artifact"] == "value:391"

@@ -318,7 +318,7 @@ class _Builder:
         ]
         for a, idxs in self.agent_steps.items():
             last = idxs[-1]
-            if a != self.root and self.nodes[last]["kind"] == "text":
+            if a != self.root and a not in self.peers and self.nodes[last]["kind"] == "text":
                 texts.append((last, self.by_idx[last].get("text") or ""))
         if answer is not None:
             s = self.by_idx[answer]

@@ -67,6 +67,17 @@ def structure(b: _Builder) -> None:
         if s.get("kind") == "tool_call" and s.get("call_id"):
             calls[s["call_id"]].append(i)
     b.root = min(b.agent_steps, key=lambda a: (b.depth[a], b.agent_steps[a][0])) if b.agent_steps else "main"
+    # Peers: agents of a multi-agent conversation (Who&When, AutoGen) at the root's depth that nobody
+    # spawned. They take turns in one conversation with the root: one thread, not sub-agents.
+    top = b.depth.get(b.root, 0)
+    b.peers: set[str] = {
+        a for a in b.agent_steps if a != b.root and b.parent[a] is None and b.depth[a] <= top
+    }
+    b.main_thread: list[int] = (
+        sorted(i for a in (b.root, *b.peers) for i in b.agent_steps.get(a, ()))
+        if b.peers
+        else b.agent_steps.get(b.root, [])
+    )
     for cid, idxs in calls.items():
         if len(idxs) > 1:
             b.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
@@ -109,7 +120,8 @@ def poll_chains(b: _Builder) -> None:
 
 
 def sequence_edges(b: _Builder) -> None:
-    for idxs in b.agent_steps.values():
+    threads = [b.main_thread, *(v for a, v in b.agent_steps.items() if a != b.root and a not in b.peers)]
+    for idxs in threads:
         units: list[list[int]] = []
         for i in idxs:
             batch = b.batch.get(i)
@@ -134,7 +146,7 @@ def sequence_edges(b: _Builder) -> None:
 
 def agent_edges(b: _Builder) -> None:
     for a, idxs in b.agent_steps.items():
-        if a == b.root:
+        if a == b.root or a in b.peers:
             continue
         first, last = idxs[0], idxs[-1]
         parent = b.parent.get(a)
@@ -243,8 +255,9 @@ def find_retries(b: _Builder) -> dict[int, int]:
 
 
 def answer_node(b: _Builder) -> int | None:
-    """The final answer: the root agent's last message (or the final answer's message), or a later submit."""
-    root = b.agent_steps.get(b.root, [])
+    """The final answer: the root agent's (or a peer's) last message (or the final answer's message), or a
+    later submit."""
+    root = b.main_thread
     final = (b.t.get("final_answer") or "").strip()
     texts = [i for i in root if b.nodes[i]["kind"] == "text" and (b.by_idx[i].get("text") or "").strip()]
     submits = [i for i in root if b.nodes[i]["kind"] == "action" and b.nodes[i]["tool"] in FINISH_TOOLS]
