@@ -26,7 +26,7 @@ from ._catalog import (
     view_sql,
 )
 from ._result import AnalysisResult
-from ._usage import current_usage_keys, usage_view_sql
+from ._usage import current_usage_files, current_usage_keys, usage_view_sql
 
 LabLike = Union[Lab, str, "os.PathLike[str]"]
 
@@ -48,15 +48,16 @@ def open_lab(lab: LabLike) -> Lab:
 
 def _base(lab: Lab) -> tuple[duckdb.DuckDBPyConnection, dict[str, Any]]:
     key = (str(lab.root), lab.generation)
-    materialized = current_usage_keys(lab)
+    materialized = current_usage_files(lab)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None and hit[1].get("tool_usage") == materialized:
             _cache.move_to_end(key)
             return hit
-        # New, or tool_usage counts were materialized since (here or by another process): a fresh
-        # connection whose `tool_usage` view reads them. The old one is left to its open cursors.
-        views = {**view_sql(), "tool_usage": usage_view_sql(lab, materialized)}
+        # New, or tool_usage counts were (re)built since (here or by another process): a fresh
+        # connection whose `tool_usage` view reads the newest files. The old one is left to its open
+        # cursors (the files it reads are kept STALE_GRACE_S after they are superseded).
+        views = {**view_sql(), "tool_usage": usage_view_sql(materialized)}
         con = connect(lab, extra_views=views)
         memo: dict[str, Any] = {"facts": hit[1]["facts"]} if hit is not None and "facts" in hit[1] else {}
         memo["tool_usage"] = materialized

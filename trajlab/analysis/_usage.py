@@ -8,18 +8,30 @@ key definitions) it was computed from, so it is stale as soon as the steps chang
 neither takes the lab's write lock nor bumps the lab generation. On analysis connections the
 `tool_usage` view reads the file of each key that is current and computes the other keys from `steps`,
 so it always answers, fast once materialized (`refresh_tool_usage`, or `gaps()` on a big lab).
+
+A file counts as current only if it also says so itself: its Parquet metadata records the format, the
+digest and the key it was computed for, and its columns must be those of `ToolUsage`. A truncated,
+foreign or hand-copied file is ignored (the view counts from steps) and rebuilt by the next refresh.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+import time
+import uuid
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import xxhash
 from pydantic import Field
 
 from ..schema import Table, arrow_schema
-from ..store import Lab
+from ..store import Lab, Manifest
 from ._catalog import TOOL_KEYS
 
 TOOL_USAGE_DIR = Path("_cache") / "tool_usage"
@@ -48,6 +60,9 @@ class ToolUsage(Table):
 
 TOOL_USAGE_SCHEMA = arrow_schema(ToolUsage)
 
+USAGE_META_KEY = b"trajlab.tool_usage"
+"""Parquet key-value metadata of a materialized file: JSON {format, digest, key} it was computed for."""
+
 
 def usage_select(key: str) -> str:
     """The SELECT over `steps` that yields the `tool_usage` rows of one key (what gets materialized)."""
@@ -61,26 +76,105 @@ def usage_select(key: str) -> str:
 
 
 def usage_digest(lab: Lab) -> str:
-    """Names the steps parts (path, rows, bytes) and key definitions the counts are computed from."""
+    """Names the steps parts (path, rows, bytes) and key definitions the counts are computed from.
+
+    Every change of the steps table publishes a new generation folder, so every part path changes
+    (kept parts are hard-linked under the new generation): appends, deletes and rewrites all give a
+    new digest, while writes to other tables (outcomes, labels) leave it alone.
+    """
+    return manifest_usage_digest(lab.manifest)
+
+
+def manifest_usage_digest(manifest: Manifest) -> str:
     h = xxhash.xxh3_64()
     h.update(_FORMAT.encode())
     for k, expr in sorted(TOOL_KEYS.items()):
         h.update(f"\0{k}={expr}".encode())
-    entry = lab.manifest.tables.get("steps")
+    entry = manifest.tables.get("steps")
     for p in sorted(entry.parts, key=lambda p: p.path) if entry else []:
         h.update(f"\0{p.path}:{p.rows}:{p.bytes}".encode())
     return h.hexdigest()
 
 
-def usage_file(lab: Lab, key: str) -> Path:
-    """The Parquet file holding the counts of `key` for the lab's current steps (it may not exist)."""
-    return lab.root / TOOL_USAGE_DIR / usage_digest(lab) / f"{key}.parquet"
+def usage_dir(lab: Lab) -> Path:
+    """The folder of the counts computed from the lab's current steps (it may not exist)."""
+    return lab.root / TOOL_USAGE_DIR / usage_digest(lab)
+
+
+def new_usage_name(key: str) -> str:
+    """A fresh file name for one build of `key`: names sort by build time, and none is ever reused, so a
+    published file is never replaced under a reader (DuckDB opens a file more than once per query)."""
+    return f"{key}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+
+
+def usage_files(directory: Path, key: str, names: list[str] | None = None) -> list[Path]:
+    """The published files of `key` in a digest folder, newest first (valid or not)."""
+    if names is None:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return []
+    prefix = f"{key}-"
+    return [
+        directory / n for n in sorted(names, reverse=True) if n.startswith(prefix) and n.endswith(".parquet")
+    ]
+
+
+def usage_metadata(digest: str, key: str) -> dict[bytes, bytes]:
+    """What a materialized file records about itself (checked by `usage_file_valid`)."""
+    return {USAGE_META_KEY: json.dumps({"format": _FORMAT, "digest": digest, "key": key}).encode()}
+
+
+@lru_cache(maxsize=256)
+def _file_ok(path: str, size: int, mtime_ns: int, digest: str, key: str) -> bool:
+    # keyed by size and mtime: a file replaced since is checked again
+    try:
+        schema = pq.read_schema(path)
+        meta = json.loads((schema.metadata or {})[USAGE_META_KEY])
+    except (OSError, KeyError, ValueError, pa.ArrowException):
+        return False
+    if not schema.equals(TOOL_USAGE_SCHEMA, check_metadata=False):
+        return False
+    return meta == {"format": _FORMAT, "digest": digest, "key": key}
+
+
+def usage_file_valid(path: Path, digest: str, key: str) -> bool:
+    """True when `path` is a complete tool_usage file of `key` computed for the steps named by `digest`."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    return _file_ok(str(path), st.st_size, st.st_mtime_ns, digest, key)
+
+
+def current_usage_files(lab: Lab) -> dict[str, Path]:
+    """Per tool key, the newest complete file of counts for the lab's current steps (keys without one
+    are left out)."""
+    digest = usage_digest(lab)
+    directory = lab.root / TOOL_USAGE_DIR / digest
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return {}
+    out: dict[str, Path] = {}
+    for key in TOOL_KEYS:
+        for path in usage_files(directory, key, names):
+            if usage_file_valid(path, digest, key):
+                out[key] = path
+                break
+    return out
 
 
 def current_usage_keys(lab: Lab) -> frozenset[str]:
-    """The tool keys whose counts are materialized for the lab's current steps."""
-    base = lab.root / TOOL_USAGE_DIR / usage_digest(lab)
-    return frozenset(k for k in TOOL_KEYS if (base / f"{k}.parquet").is_file())
+    """The tool keys whose counts are materialized (complete, and for the lab's current steps)."""
+    return frozenset(current_usage_files(lab))
+
+
+def usage_file(lab: Lab, key: str) -> Path | None:
+    """The file holding the counts of `key` for the lab's current steps, or None if not materialized."""
+    return current_usage_files(lab).get(key)
 
 
 def tool_usage_current(lab: Lab | str | os.PathLike[str], key: str = "tool") -> bool:
@@ -93,15 +187,14 @@ def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def usage_view_sql(lab: Lab, materialized: frozenset[str]) -> str:
-    """The `tool_usage` view: per key, the materialized file when current, else computed from steps.
-
-    A query filtering `key = '...'` reads only that key's branch (DuckDB prunes the others).
-    """
+def usage_view_sql(files: Mapping[str, Path]) -> str:
+    """The `tool_usage` view: per key, its materialized file (`current_usage_files`) if it has one, else
+    computed from steps. A query filtering `key = '...'` reads only that key's branch (DuckDB prunes
+    the others)."""
     parts = []
     for key in TOOL_KEYS:
-        if key in materialized:
-            parts.append(f"SELECT * FROM read_parquet({_sql_str(str(usage_file(lab, key)))})")
+        if key in files:
+            parts.append(f"SELECT * FROM read_parquet({_sql_str(str(files[key]))})")
         else:
             parts.append(f"SELECT * FROM ({usage_select(key)})")
     return "\nUNION ALL BY NAME\n".join(parts)
