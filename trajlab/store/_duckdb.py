@@ -6,6 +6,7 @@ classifies them), and the connection can read nothing outside the lab and write 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
     from ._lab import Lab
 
 _ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
+# EXPLAIN [ANALYZE|ANALYSE] [(options)] <statement>, after leading comments and whitespace
+_EXPLAIN_RE = re.compile(
+    r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*EXPLAIN\b\s*(?:ANALY[SZ]E\b)?\s*(?:\([^()]*\))?(.*)\Z",
+    re.IGNORECASE | re.DOTALL,
+)
 
 # Convenience views every analysis can rely on, defined over the base tables.
 # In `tool_calls`, `model` is the trajectory's model; the step's own (rarely set) model is `step_model`.
@@ -124,6 +130,13 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         kind = str(st.type).rsplit(".", 1)[-1]
         if kind not in _ALLOWED_STATEMENTS:
             raise QueryError(f"only read-only queries are allowed (got a {kind} statement)")
+        if kind == "EXPLAIN":
+            # EXPLAIN ANALYZE runs the statement it explains (`EXPLAIN ANALYZE COPY ... TO` writes a file):
+            # the explained statement must be read-only too
+            m = _EXPLAIN_RE.match(st.query)
+            if m is None or not m.group(1).strip():
+                raise QueryError("only read-only queries are allowed (EXPLAIN of an unrecognized statement)")
+            check_readonly(con, m.group(1))
 
 
 def run_readonly(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None):
