@@ -21,6 +21,8 @@ repeat in one process. What is timed:
                     as categoricals + groupby on categoricals with observed=True); "compute only" starts
                     from frames already in memory
 - pandas tool_usage the same table in pandas from the materialized counts (like for like)
+- build + tool_usage the honest cost of the first gap query on a new version of the steps: build plus
+                    query (the ratios against pandas are printed with and without it)
 - gaps()            the full Python API (per-trajectory counts + 1000 bootstrap replicates over trajectories
                     + Fisher tests + Holm), from the materialized counts and from steps
 
@@ -178,16 +180,16 @@ def synthesize(root: Path, n_calls: int, seed: int = 0, chunk_traj: int = 8000) 
     print(f"synthesized {n_traj} trajectories, {written} tool calls into {root}", file=sys.stderr)
 
 
-# gaps.sql as it was before this benchmark's fixes: per-trajectory totals in a second pass over the
-# materialized (trajectory, tool) counts, joined back; kept to measure the reformulation.
+# gaps.sql as it was before commit 914796b (`git show 914796b^:trajlab/analysis/sql/gaps.sql`, body
+# verbatim): the (trajectory, tool) counts as a MATERIALIZED CTE and per-trajectory totals in a second
+# pass over them, joined back; kept to measure the reformulation.
 PREVIOUS_GAPS_SQL = """
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
     FROM trajectories
     WHERE outcome IN ('success', 'failure')
 ),
-calls AS (
-    -- calls per (trajectory, tool): the only pass over the big steps table, on two narrow columns
+calls AS MATERIALIZED (
     SELECT trajectory_id, tool, count(*) AS n_calls
     FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
     GROUP BY ALL
@@ -197,10 +199,10 @@ per_trajectory AS (
     SELECT t.*, c.tool, c.n_calls
     FROM calls c JOIN traj t USING (trajectory_id)
     UNION ALL BY NAME
-    -- ... plus one row per trajectory with tool NULL and no calls, so that every trajectory (also one
-    -- without any tool call) counts in its group's number of trajectories
-    SELECT t.*, NULL AS tool, 0 AS n_calls
+    -- ... plus one row per trajectory with tool NULL carrying all its calls (0 if none)
+    SELECT t.*, NULL AS tool, coalesce(s.n_calls, 0) AS n_calls
     FROM traj t
+    LEFT JOIN (SELECT trajectory_id, sum(n_calls)::BIGINT AS n_calls FROM calls GROUP BY ALL) s USING (trajectory_id)
 ),
 counts AS (
     SELECT {{by}} tool,
@@ -212,10 +214,10 @@ counts AS (
     GROUP BY ALL
 ),
 with_totals AS (
-    -- the group's calls are the sum over its tools; its trajectories are counted by the tool-NULL row
+    -- the tool-NULL row of each group holds the group's totals
     SELECT *,
-        sum(calls_success) OVER g AS total_calls_success,
-        sum(calls_failure) OVER g AS total_calls_failure,
+        max(CASE WHEN tool IS NULL THEN calls_success END) OVER g AS total_calls_success,
+        max(CASE WHEN tool IS NULL THEN calls_failure END) OVER g AS total_calls_failure,
         max(CASE WHEN tool IS NULL THEN traj_success END) OVER g AS n_traj_success,
         max(CASE WHEN tool IS NULL THEN traj_failure END) OVER g AS n_traj_failure
     FROM counts
@@ -389,7 +391,7 @@ def _plain_connection(lab, threads: int | None = None, extra: str = ""):
     """A writable in-memory DuckDB with the lab's views (the analysis connection cannot profile)."""
     import duckdb
 
-    from trajlab.analysis._usage import current_usage_keys, usage_view_sql
+    from trajlab.analysis._usage import current_usage_files, usage_view_sql
     from trajlab.schema import TABLES
     from trajlab.store._duckdb import view_sql
 
@@ -400,7 +402,7 @@ def _plain_connection(lab, threads: int | None = None, extra: str = ""):
         con.execute(extra)
     for t in TABLES:
         con.execute(f"CREATE VIEW {t} AS {view_sql(lab, t)}")
-    con.execute(f"CREATE VIEW tool_usage AS {usage_view_sql(lab, current_usage_keys(lab))}")
+    con.execute(f"CREATE VIEW tool_usage AS {usage_view_sql(current_usage_files(lab))}")
     return con
 
 
@@ -655,15 +657,35 @@ def main() -> None:
     saved = med["duckdb_steps_warm"][1] - med["duckdb_usage_warm"][1]
     payback = med["build_tool_usage"][1] / saved if saved > 0 else float("inf")
     print(
-        f"building tool_usage costs {med['build_tool_usage'][1]:.2f} CPU s: paid back after {payback:.1f} gap queries"
+        f"building tool_usage costs {med['build_tool_usage'][0]:.2f} s wall, {med['build_tool_usage'][1]:.2f} CPU s: "
+        f"paid back after {payback:.1f} gap queries (CPU)"
     )
+    # honest accounting: the tool_usage query reads counts precomputed from steps. Its first query on a
+    # new version of the steps pays the build; the like-for-like baseline is pandas over the same counts.
+    once = tuple(a + b for a, b in zip(med["build_tool_usage"], med["duckdb_usage_warm"], strict=True))
+    med["build_plus_usage_warm"] = once  # type: ignore[assignment]
+    honest = {
+        "warm: pandas steps / build tool_usage": ratio("pandas_steps_warm", "build_tool_usage"),
+        "warm: pandas steps / (build + duckdb tool_usage)": ratio(
+            "pandas_steps_warm", "build_plus_usage_warm"
+        ),
+        "warm: duckdb steps / build tool_usage": ratio("duckdb_steps_warm", "build_tool_usage"),
+    }
+    ratios.update(honest)
+    for k, (rw, rc) in honest.items():
+        print(f"{k:<46}{rw:>7.1f}x{rc:>7.1f}x")
     print(f"\nload average before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs")
-    for label, key in (("steps", "duckdb_steps"), ("tool_usage", "duckdb_usage")):
-        fast = med[f"{key}_warm"][0] < 1.0
-        x = ratios[f"warm: pandas steps / duckdb {label}"][0]
+    goals = (
+        ("query on raw steps (gaps.sql)", "duckdb_steps_warm", "pandas_steps_warm"),
+        ("first query on new steps (build tool_usage + gaps_usage.sql)", "build_plus_usage_warm", "pandas_steps_warm"),
+        ("repeat query on precomputed tool_usage vs pandas over raw steps", "duckdb_usage_warm", "pandas_steps_warm"),
+        ("repeat query on precomputed tool_usage vs pandas over tool_usage", "duckdb_usage_warm", "pandas_usage_warm"),
+    )  # fmt: skip
+    for label, ours, base in goals:
+        w, x = med[ours][0], med[base][0] / med[ours][0]
         print(
-            f"goal, duckdb over {label}: warm < 1 s: {'met' if fast else 'NOT met'} ({med[f'{key}_warm'][0]:.2f} s); "
-            f">= 10x pandas (warm, wall): {'met' if x >= 10 else 'NOT met'} ({x:.1f}x)"
+            f"goal, {label}: warm < 1 s {'met' if w < 1.0 else 'NOT met'} ({w:.2f} s wall); "
+            f">= 10x pandas {'met' if x >= 10 else 'NOT met'} ({x:.1f}x wall)"
         )
     if args.json_out:
         out = {"calls": n_calls, "trajectories": n_traj, "tool_usage_rows": usage.rows, "runs": figures,
