@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dagfix import Run, edge
 
-from trajlab.dag import build_dag
+from trajlab.dag import build_dag, render_text
 
 
 def _status(**step: object) -> str:
@@ -122,3 +122,7 @@ def test_peer_agents_share_one_thread() -> None:
     assert not [e for e in d.edges if e["type"] in ("spawn", "return")]
     assert d.metrics["answer_step"] == 3
     assert edge(d, 2, 3, "answer")["artifact"] == "value:391"
+    rows = render_text(d, r.steps).splitlines()
+    assert "[Coder] python3" in next(x for x in rows if x.strip().startswith("2 ok"))
+    assert "[Orchestrator] The answer is 391." in next(x for x in rows if x.strip().startswith("3 ok"))
+    assert "[" not in next(x for x in rows if x.strip().startswith("0 ok"))

@@ -61,6 +61,9 @@ def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_out
         lines.append(f"anomaly: {_safe(a, 160)}")
     lines.append("")
     prev_batch = None
+    # steps of other agents (sub-agents, and peers of a group conversation) are tagged with the agent
+    root = min(dag.nodes, key=lambda n: int(n.get("depth") or 0))["agent_id"] if dag.nodes else "main"
+    root = root or "main"
     for n in dag.nodes:
         i = n["node_id"]
         indent = "    " * int(n.get("depth") or 0)
@@ -85,11 +88,7 @@ def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_out
             flags.append(n["branch"])
         if i in preds:
             flags.append("<- " + ",".join(preds[i][:8]) + ("…" if len(preds[i]) > 8 else ""))
-        who = (
-            ""
-            if (n.get("agent_id") or "main") == "main" or n.get("depth", 0) == 0
-            else f"[{_safe(n['agent_id'], 20)}] "
-        )
+        who = "" if (n.get("agent_id") or "main") == root else f"[{_safe(n['agent_id'], 20)}] "
         tool = f" {n['tool']}" if n.get("tool") else ""
         lines.append(
             f"{indent}{bar}{i:>4} {_STATUS.get(n['status'], n['status']):<9} {n['kind']:<10} {n['modality']:<8}{tool} "
