@@ -1,13 +1,13 @@
 """The `tool_usage` table: calls per (trajectory, tool), materialized once per version of the steps.
 
 Every tool-gap query starts by counting the calls of each trajectory per tool: a GROUP BY with one
-group per trajectory and tool (1.8M groups for 10M calls), which costs ten times more than the rest of
-the query. `tool_usage` holds those counts. It is a derived cache, not a manifest table: it lives in
-`LAB/_cache/tool_usage/<digest>/<key>.parquet`, where the digest names the exact steps parts (and the
-key definitions) it was computed from, so it is stale as soon as the steps change and writing it
-neither takes the lab's write lock nor bumps the lab generation. On analysis connections the
-`tool_usage` view reads the file of each key that is current and computes the other keys from `steps`,
-so it always answers, fast once materialized (`refresh_tool_usage`, or `gaps()` on a big lab).
+group per trajectory and tool (1.8M groups for 10M calls), most of the query's cost. `tool_usage`
+holds those counts. It is a derived cache, not a manifest table: it lives in
+`LAB/_cache/tool_usage/<digest>/<key>-<time>-<id>.parquet`, where the digest names the exact steps
+parts (and the key definitions) it was computed from, so it is stale as soon as the steps change, and
+writing it neither takes the lab's write lock nor bumps the lab generation. On analysis connections
+the `tool_usage` view reads the newest current file of each key and computes the other keys from
+`steps`, so it always answers, fast once materialized (`refresh_tool_usage`, or `gaps()` on a big lab).
 
 A file counts as current only if it also says so itself: its Parquet metadata records the format, the
 digest and the key it was computed for, and its columns must be those of `ToolUsage`. A truncated,
