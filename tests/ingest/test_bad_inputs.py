@@ -218,3 +218,86 @@ def test_a_single_100mb_output_line(tmp_path: Path, good: bytes) -> None:
     assert n == [{"n_steps": 15}]  # only the broken output line is lost; it was not a step of its own
     shutil.rmtree(d)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2_000_000
+
+
+def test_values_that_do_not_fit_the_schema_cost_the_record_not_the_unit(
+    tmp_path: Path, good: bytes, monkeypatch: pytest.MonkeyPatch, invariant
+) -> None:
+    """Rows the adapter let through with values Arrow cannot store: a bad value is nulled and its row
+    quarantined, a row that cannot be stored at all is dropped and quarantined; the rest ingests."""
+    from trajlab.ingest import _worker
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rollout-a.jsonl").write_bytes(good)
+    (d / "rollout-b.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-3333"))
+    (d / "rollout-c.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-4444"))
+    real = _worker.finish_trajectory
+    seen: dict[str, tuple[int, list[dict]]] = {}
+
+    def corrupting(pt, unit, *args):  # type: ignore[no-untyped-def]
+        t, steps = real(pt, unit, *args)
+        name = unit.primary.name
+        if name == "rollout-b.jsonl":
+            calls = [s for s in steps if s["kind"] == "tool_call"]
+            calls[0]["exit_code"] = 2**70  # does not fit int64: nulled, row quarantined
+            calls[1]["step_id"] = ["s", 1]  # a required column without default: the step is dropped
+            t["reward"] = "high"  # not a float: nulled
+        elif name == "rollout-c.jsonl":
+            t["runner"] = {"not": "a string"}  # the trajectory row cannot be stored: dropped whole
+        seen[name] = (t["n_steps"], [dict(s) for s in steps])
+        return t, steps
+
+    monkeypatch.setattr(_worker, "finish_trajectory", corrupting)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+
+    n_steps, steps_b = seen["rollout-b.jsonl"]
+    calls_b = [s for s in steps_b if s["kind"] == "tool_call"]
+    bad_value = calls_b[0]
+    (dropped,) = [s for s in steps_b if isinstance(s["step_id"], list)]
+    q = query(
+        lab, "select source_path, line, reason, error_type, raw from quarantine order by reason"
+    ).to_pylist()
+    assert [(Path(r["source_path"]).name, r["error_type"]) for r in q] == [
+        ("rollout-b.jsonl", "schema"),
+        ("rollout-b.jsonl", "schema"),
+        ("rollout-b.jsonl", "schema"),
+        ("rollout-c.jsonl", "schema"),
+    ]
+    reasons = [r["reason"] for r in q]
+    assert reasons[0].startswith(f"steps row {bad_value['step_index']} of ")
+    assert "stored as null: column 'exit_code' (int64): int 1180591620717411303424" in reasons[0]
+    assert reasons[1].startswith(f"steps row {dropped['step_index']} of ")
+    assert "column 'step_id' (string): list ['s', 1]" in reasons[1] and reasons[1].endswith("row dropped")
+    assert (
+        reasons[2].startswith("trajectories row t_") and "column 'reward' (double): str 'high'" in reasons[2]
+    )
+    assert reasons[3].startswith("trajectories row t_") and "(with its " in reasons[3]
+    assert "column 'runner' (string): dict" in reasons[3]
+    assert (q[0]["line"], q[1]["line"]) == (bad_value["source_line"], dropped["source_line"])
+    assert json.loads(q[0]["raw"])["exit_code"] == 2**70  # the original row, as JSON
+
+    rows = query(
+        lab,
+        "select source_path, reward, n_steps, n_tool_calls, anomalies, "
+        "(select count(*) from steps s where s.trajectory_id = t.trajectory_id) stored "
+        "from trajectories t order by source_path",
+    ).to_pylist()
+    assert [Path(r["source_path"]).name for r in rows] == ["rollout-a.jsonl", "rollout-b.jsonl"]
+    a, b = rows
+    assert a["n_steps"] == a["stored"] == n_steps
+    assert (b["reward"], b["n_steps"], b["stored"]) == (None, n_steps - 1, n_steps - 1)
+    assert b["n_tool_calls"] == a["n_tool_calls"] - 1
+    assert [x.split(":")[0] for x in b["anomalies"] if x.startswith("step ")] == [
+        f"step {bad_value['step_index']}",
+        f"step {dropped['step_index']}",
+    ]
+    (ex,) = query(
+        lab,
+        "select exit_code from steps s join trajectories t using (trajectory_id) "
+        f"where t.source_path like '%rollout-b.jsonl' and s.step_index = {bad_value['step_index']}",
+    ).to_pylist()
+    assert ex == {"exit_code": None}
+    assert rep.invariant_holds and invariant(lab)["q"] == 4
+    assert rep.totals.trajectories == 2 and rep.totals.steps == 2 * n_steps - 1

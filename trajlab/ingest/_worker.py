@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import xxhash
 
 from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..schema import DIGEST_ALGORITHM, TABLES, default_row
-from ..store import PartWriter, rows_to_table, table_schema
+from ..store import PartWriter, table_schema
 from ._meta import MetaIndex, apply_meta
+from ._rows import RowProblem, convert_rows, raw_row
 
 UNIT_BUFFER_BYTES = 256 << 20  # Arrow bytes of one unit held back until it parses cleanly
 CHUNK_STEPS = 8192  # steps converted to Arrow at a time
@@ -109,10 +111,16 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
 
 
 class _UnitRows:
-    """Arrow tables of one unit, held until the unit is done (or streamed once it is too big)."""
+    """Arrow tables of one unit, held until the unit is done (or streamed once it is too big).
 
-    def __init__(self, writers: _Writers):
+    Rows that do not fit the schema cost their bad values (or the row), quarantined in `ctx`
+    (see `_rows.convert_rows`); `dropped` holds trajectories whose own row could not be stored."""
+
+    def __init__(self, writers: _Writers, ctx: ParseContext):
         self.writers = writers
+        self.ctx = ctx
+        self.dropped: dict[str, dict[str, Any]] = {}  # trajectory id -> its row
+        self.dropped_steps = self.dropped_calls = 0  # single step rows dropped
         self.held: list[tuple[str, pa.Table]] = []
         self.held_bytes = 0
         self.streaming = False
@@ -126,12 +134,57 @@ class _UnitRows:
             self.convert()
 
     def convert(self) -> None:
-        if self.pending_t:
-            self._put("trajectories", rows_to_table(self.pending_t, _TRAJ_SCHEMA, _TRAJ_DEFAULTS))
-            self.pending_t = []
+        # steps first: a step that had to be dropped is accounted for in its trajectory's row
+        steps = None
         if self.pending_s:
-            self._put("steps", rows_to_table(self.pending_s, _STEP_SCHEMA, _STEP_DEFAULTS))
+            steps, problems = convert_rows(self.pending_s, _STEP_SCHEMA, _STEP_DEFAULTS)
+            if problems:
+                self._step_problems(problems)
             self.pending_s = []
+        if self.pending_t:
+            trajs, problems = convert_rows(self.pending_t, _TRAJ_SCHEMA, _TRAJ_DEFAULTS)
+            for p in problems:
+                tid = p.row.get("trajectory_id")
+                what = f"trajectories row {tid}"
+                if p.dropped:
+                    self.dropped[str(tid)] = dict(p.row)
+                    what += f" (with its {p.row.get('n_steps')} steps)"
+                self._quarantine(p.row, f"{what}: {p.reason}", None)
+            if self.dropped and steps is not None:
+                keep = pc.invert(pc.is_in(steps["trajectory_id"], pa.array(list(self.dropped), pa.string())))
+                steps = steps.filter(keep)
+            self._put("trajectories", trajs)
+            self.pending_t = []
+        if steps is not None:
+            self._put("steps", steps)
+
+    def _step_problems(self, problems: list[RowProblem]) -> None:
+        by_tid = {t.get("trajectory_id"): t for t in self.pending_t}
+        for p in problems:
+            row = p.row
+            idx = row.get("step_index")
+            self._quarantine(
+                row, f"steps row {idx} of {row.get('trajectory_id')}: {p.reason}", row.get("source_line")
+            )
+            t = by_tid.get(row.get("trajectory_id"))
+            if t is None:
+                continue
+            t["anomalies"] = [*(t.get("anomalies") or []), f"step {idx}: {p.reason}"[:500]]
+            if p.dropped:
+                self.dropped_steps += 1
+                t["n_steps"] = (t.get("n_steps") or 1) - 1
+                if row.get("kind") == "tool_call":
+                    self.dropped_calls += 1
+                    t["n_tool_calls"] = (t.get("n_tool_calls") or 1) - 1
+
+    def _quarantine(self, row: Any, reason: str, line: Any) -> None:
+        self.ctx.quarantine(
+            self.ctx.unit.primary,
+            reason,
+            "schema",
+            raw_row(row),
+            line=line if type(line) is int else None,
+        )
 
     def _put(self, table: str, data: pa.Table) -> None:
         if self.streaming:
@@ -180,7 +233,7 @@ def _parse_unit(
             ctx.quarantine(unit.primary, f"{unit.primary.name}: cannot read: {e}", "io")
             unit.digest = f"{DIGEST_ALGORITHM}:unreadable"
     res = UnitResult(source={}, runner=adapter.runner)
-    rows = _UnitRows(writers)
+    rows = _UnitRows(writers, ctx)
     tids: list[str] = []
     applied_meta: list[dict[str, Any]] = []
     error: str | None = None
@@ -199,6 +252,13 @@ def _parse_unit(
                 res.tool_calls += t["n_tool_calls"]
                 rows.add(t, steps)
             rows.convert()
+            res.steps -= rows.dropped_steps
+            res.tool_calls -= rows.dropped_calls
+            for tid, t in rows.dropped.items():
+                tids.remove(tid)
+                res.trajectories -= 1
+                res.steps -= t.get("n_steps") or 0
+                res.tool_calls -= t.get("n_tool_calls") or 0
         except Exception as e:  # an adapter bug must not lose the file: quarantine what was not ingested
             if isinstance(e, OSError):
                 etype, error, tb = "io", f"{unit.primary.name}: cannot read: {e}", ""
