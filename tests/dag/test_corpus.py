@@ -16,7 +16,7 @@ from trajlab.store import Lab
 
 pytestmark = pytest.mark.corpus
 
-RUNNERS = ("claude_code", "codex", "atif", "swe_agent", "who_and_when")
+RUNNERS = ("claude_code", "codex", "atif", "swe_agent", "who_and_when", "mini_swe_agent")
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +243,21 @@ def test_who_and_when_peers_take_turns_in_one_thread(lab: Lab) -> None:
     assert not [e for e in d.edges if e["type"] in ("spawn", "return")]
     assert d.metrics["answer_step"] == len(steps) - 1 and agents[-1] == "Orchestrator"
     assert d.metrics["depth"] == len(steps)  # one conversation: every step one layer below the last
+
+
+@pytest.mark.skipif(
+    "mini_swe_agent" not in {a.runner for a in adapters()}, reason="mini-swe-agent adapter not registered"
+)
+def test_mini_swe_agent_submit_command_is_the_answer(lab: Lab) -> None:
+    tid = _tid(lab, "mini_swe_agent/github_issue.traj.json")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    _check_graph(d, len(steps))
+    submit = next(s for s in steps if "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in (s["command"] or ""))
+    assert d.metrics["answer_step"] == submit["step_index"] == len(steps) - 1
+    # the submitted diff names the file a heredoc wrote: that write is what the answer rests on
+    writer = max(
+        s["step_index"] for s in steps if (s["command"] or "").startswith("cat > tests/missing_colon.py")
+    )
+    e = _edge(d, writer, submit["step_index"], "answer")
+    assert (e["rule"], e["artifact"]) == ("answer-final-write", "tests/missing_colon.py")

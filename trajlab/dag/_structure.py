@@ -260,7 +260,12 @@ def answer_node(b: _Builder) -> int | None:
     root = b.main_thread
     final = (b.t.get("final_answer") or "").strip()
     texts = [i for i in root if b.nodes[i]["kind"] == "text" and (b.by_idx[i].get("text") or "").strip()]
-    submits = [i for i in root if b.nodes[i]["kind"] == "action" and b.nodes[i]["tool"] in FINISH_TOOLS]
+    submits = [
+        i
+        for i in root
+        if b.nodes[i]["kind"] == "action"
+        and (b.nodes[i]["tool"] in FINISH_TOOLS or _submits(b.by_idx[i].get("command")))
+    ]
     answer = None
     if final:
         head = final[:200]
@@ -273,6 +278,17 @@ def answer_node(b: _Builder) -> int | None:
     if answer is not None and actions and actions[-1] > answer:
         return None  # the run went on acting after its last message: it never answered
     return answer
+
+
+SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+"""A shell command printing one of these hands in the result (mini-swe-agent); it is the answer step."""
+
+
+def _submits(command: str | None) -> bool:
+    if not command:
+        return False
+    head = command[:300]
+    return any(x in head for x in SUBMIT_SENTINELS)
 
 
 def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool:
