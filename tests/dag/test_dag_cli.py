@@ -28,6 +28,8 @@ def test_dag_lab_builds_by_default(tmp_path: Path) -> None:
     assert "built 0 DAGs" in res2.output and "1 up to date" in res2.output
     res3 = CliRunner().invoke(cli, ["dag", "build", lab, "--rebuild", "-q", "--traj", "t_fixture"])
     assert "built 1 DAGs" in res3.output
+    res4 = CliRunner().invoke(cli, ["dag", "build", lab, "--rebuild", "-q", "--traj", "t_fix"])  # a prefix
+    assert "built 1 DAGs" in res4.output
 
 
 def test_show_and_export(tmp_path: Path) -> None:

@@ -126,6 +126,7 @@ def _todo(lab: Lab, ids: list[str] | None, rebuild: bool) -> tuple[list[str], li
     traj = lab.read("trajectories", ["trajectory_id", "ingested_at"]).to_pydict()
     ingested = dict(zip(traj["trajectory_id"], traj["ingested_at"]))
     if ids is not None:
+        ids = [_resolve(t, ingested) or t for t in ids]  # a unique id prefix is enough, as for `dag show`
         unknown = [t for t in ids if t not in ingested]
         if unknown:
             raise LabError(f"no trajectory {', '.join(unknown[:5])} in {lab.root}")
@@ -177,6 +178,13 @@ def scan_steps(
                     schema=pa.schema(fields),
                 )
             yield batch
+
+
+def _resolve(prefix: str, ids: dict[str, Any]) -> str | None:
+    if prefix in ids:
+        return prefix
+    hits = [t for t in ids if t.startswith(prefix)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _grouped(
