@@ -39,7 +39,9 @@ def dag_group() -> None:
 @dag_group.command("build")
 @click.argument("lab", type=click.Path(path_type=str))
 @click.option("--rebuild", is_flag=True, help="Rebuild every DAG, not only missing or outdated ones.")
-@click.option("--traj", "trajectories", multiple=True, help="Only this trajectory (id or unique id prefix; repeatable).")
+@click.option(
+    "--traj", "trajectories", multiple=True, help="Only this trajectory (id or unique id prefix; repeatable)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: bool) -> None:
     """Build and store the step DAGs of the lab's trajectories (incremental)."""
