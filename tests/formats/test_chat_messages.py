@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-import copy
 import json
-import random
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from format_checks import check_wrong_types, claimed_by, claimed_folders
 
 from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
 from trajlab.ingest import ingest, unit_digest
-from trajlab.schema import TABLES, default_row
-from trajlab.store import Lab, rows_to_table, table_schema
+from trajlab.store import Lab
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "chat_messages"
 
@@ -216,67 +214,13 @@ def test_corpus_chat_messages(corpus_dir, tmp_path):
 @pytest.mark.corpus
 def test_corpus_sniff_claims_only_own_files(corpus_dir):
     """Sniff alone (priority aside) says yes to this format's corpus files and to nothing else."""
-    files = [f for f in corpus_dir.rglob("*") if f.is_file()]
-    claimed = set()
-    for name in ["chat-messages"]:
-        a = get_adapter(name)
-        claimed |= {f for f in files if a.matches_extension(f) and a.sniff(f, head(f))}
-    assert {f.relative_to(corpus_dir).parts[0] for f in claimed} == {"chat_messages"}
+    claimed = claimed_by(corpus_dir, ["chat-messages"])
+    assert claimed_folders(corpus_dir, claimed) == {"chat_messages"}
     assert len(claimed) == 3
-
-
-_ODD = [None, 0, -1, 1.5, True, "", "{bad", [], {}, [1, "a", None], {"a": [1]}]
-
-
-def _mutate(o, rng):
-    """Replace a few values anywhere in the document by values of the wrong type."""
-    spots = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            spots.extend((x, k) for k in x)
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            spots.extend((x, i) for i in range(len(x)))
-            for v in x:
-                walk(v)
-
-    walk(o)
-    for holder, key in rng.sample(spots, min(3, len(spots))):
-        holder[key] = copy.deepcopy(rng.choice(_ODD))
-    return o
 
 
 @pytest.mark.parametrize(
     "name", ["openai_rows.jsonl", "run.traces.jsonl", "sharegpt.json", "nebius_rows.json"]
 )
 def test_wrong_types_never_break_a_file(tmp_path, name):
-    adapter = get_adapter("chat-messages")
-    rng = random.Random(name)
-    text = (FIX / name).read_text()
-    jsonl = name.endswith(".jsonl")
-    for i in range(25):
-        if jsonl:
-            out = []
-            for line in text.splitlines():
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    out.append(line)  # the fixture's own broken lines stay broken
-                    continue
-                out.append(json.dumps(_mutate(obj, rng) if rng.random() < 0.5 else obj))
-            data = "\n".join(out) + "\n"
-        else:
-            data = json.dumps(_mutate(json.loads(text), rng), indent=1)
-        p = tmp_path / f"m{i}{Path(name).suffix}"
-        p.write_text(data)
-        unit = SourceUnit(p, adapter.name)
-        unit.digest = unit_digest([p])
-        ctx = ParseContext(unit, adapter.runner)
-        now = datetime.now(timezone.utc)
-        for pt in adapter.parse(unit, ctx):
-            t, steps = finish_trajectory(pt, unit, adapter.runner, adapter.name, now)
-            rows_to_table([t], table_schema("trajectories"), default_row(TABLES["trajectories"]))
-            rows_to_table(steps, table_schema("steps"), default_row(TABLES["steps"]))
-        assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
+    check_wrong_types("chat-messages", FIX / name, tmp_path)
