@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 from trajlab.normalize import analyze_command, parse_shell
 from trajlab.normalize._shell import _fast, _Parser
 
-TOKENS = [*"ab -'\"\\$`()<>|&;{}#\n\t=*.~0129", "$(", "$((", "<<", "<<-", "EOF", "bash -c ", "\u2003", "\x00"]
+TOKENS = [
+    *"ab -'\"\\$`()<>|&;{}#\n\t=*.~0129",
+    *["$(", "$((", "((", "))", "[[ ", " ]]", "<<", "<<-", "EOF", "bash -c ", "\u2003", "\x00"],
+    *["case ", " in ", "esac", ";;", "for ", "do ", "done", "f() ", "x=("],
+]
 SHELLISH = st.lists(st.sampled_from(TOKENS), max_size=60).map("".join)
 
 
@@ -34,6 +38,23 @@ def test_substitutions_are_recorded() -> None:
     p = parse_shell("x=$(ffprobe a.mp4 | head -1) && echo `whoami`")
     assert p.commands[0].substitutions == ["ffprobe a.mp4 | head -1"]
     assert p.commands[1].substitutions == ["whoami"]
+
+
+def test_compound_commands() -> None:
+    p = parse_shell("for ((i=0; i<3; i++)); do a $i; done")
+    assert [c.argv for c in p.commands] == [["for", "((", "i=0; i<3; i++"], ["do", "a", "$i"], ["done"]]
+    assert argvs("((n = (2+3)*4)) && b") == [["((", "n = (2+3)*4"], ["b"]]
+    assert argvs("[[ $x =~ ^a(b|c)$ && -n $y ]] || c") == [
+        ["[[", "$x", "=~", "^a", "(", "b", "|", "c", ")", "$", "&&", "-n", "$y", "]]"],
+        ["c"],
+    ]
+    p = parse_shell('case $f in\n  *.mp4 | *.mkv) a "$f" ;;\n  (*.wav) b ;;\n  *) c ;& \nesac; d')
+    assert [c.argv for c in p.commands] == [["case", "$f", "in"], ["a", "$f"], ["b"], ["c"], ["esac"], ["d"]]
+    p = parse_shell("f () { a; }; function g() { b; }; f; arr=(x y) z")
+    assert p.functions == ["f", "g"]
+    assert [c.argv for c in p.commands] == [["a"], ["b"], ["f"], ["arr=(x y)", "z"]]
+    # words that only look like keywords stay arguments
+    assert argvs("echo case x in y) && echo [[ a") == [["echo", "case", "x", "in", "y"], ["echo", "[[", "a"]]
 
 
 def test_unbalanced_input_ends_at_end() -> None:

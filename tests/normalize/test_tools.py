@@ -48,6 +48,43 @@ COMMANDS = [
     ("find . -name '*.mp4' -exec ffprobe {} \\;", "ffprobe", ("find", "ffprobe"), "video"),
     ('for f in *.wav; do whisper "$f"; done', "whisper", ("whisper",), "audio"),
     ("if [ -f a.wav ]; then sox a.wav b.wav; fi", "sox", ("[", "sox"), "audio"),
+    # loop and conditional bodies: the tool inside is named, the control words are not programs
+    ("for x in a.mp4 b.mp4; do ffmpeg -i $x -vn $x.wav; done", "ffmpeg", ("ffmpeg",), "audio"),
+    ("for f in *.mp4\ndo\n  echo $f\n  ffprobe -v error $f\ndone", "ffprobe", ("echo", "ffprobe"), "video"),
+    (
+        "for ((i=0; i<5; i++)); do ffmpeg -ss $i -i v.mp4 -frames:v 1 f$i.png; done",
+        "ffmpeg",
+        ("ffmpeg",),
+        "video",
+    ),
+    (
+        'ls *.wav | while read f; do whisper "$f" --model base; done',
+        "whisper",
+        ("ls", "read", "whisper"),
+        "audio",
+    ),
+    ("while (( n < 3 )); do tesseract p$n.png -; n=$((n+1)); done", "tesseract", ("tesseract",), "image"),
+    ("until [ -s out.txt ]; do sleep 1; done; cat out.txt", "cat", ("[", "sleep", "cat"), "file"),
+    (
+        "if [[ -f a.mp4 && ! -s a.wav ]]; then ffmpeg -i a.mp4 a.wav; elif [[ -f b.png ]]; then tesseract b.png -; fi",
+        "ffmpeg",
+        ("[[", "ffmpeg", "[[", "tesseract"),
+        "audio",
+    ),
+    (
+        'case "$f" in *.mp4|*.mkv) ffprobe "$f" ;; (*.wav) whisper "$f" ;; *) echo skip ;; esac',
+        "ffprobe",
+        ("ffprobe", "whisper", "echo"),
+        "video",
+    ),
+    (
+        'conv() { ffmpeg -i "$1" "${1%.*}.wav"; }; for f in *.mp4; do conv "$f"; done',
+        "ffmpeg",
+        ("ffmpeg",),
+        "audio",
+    ),
+    ("files=(a.mp4 b.mp4); for f in ${files[@]}; do ffprobe $f; done", "ffprobe", ("ffprobe",), "video"),
+    ("bash -lc 'for f in *.mp3; do whisper $f; done'", "whisper", ("whisper",), "audio"),
     ("git clone https://github.com/x/y && cd y && pip install -e .", "git", ("git", "cd", "pip"), "web"),
     ("git status --short", "git", ("git",), "file"),
     (

@@ -39,7 +39,7 @@ WRAPPERS_SIMPLE = _set("nohup exec command builtin time nice ionice stdbuf caffe
 SHELLS = _set("bash sh zsh dash ksh fish")
 # Shell reserved words: skipped before a command (`then ffmpeg ...`), or the command is not a program.
 KEYWORDS_PREFIX = _set("if then else elif while until do ! { time")
-KEYWORDS_NOT_COMMAND = _set("for select case esac done fi } function in")
+KEYWORDS_NOT_COMMAND = _set("for select case esac done fi } function in ((")
 
 ALIASES = {
     "python3": "python",

@@ -3,7 +3,12 @@
 It understands quoting ('...', "...", $'...'), backslash escapes, comments, the control operators
 `| || && ; & \\n`, redirections (`> >> < 2>&1 &> <<<`), here-documents (`<<EOF`, `<<-'EOF'`),
 command substitution (`$(...)` and backticks, recorded for the caller to parse), `$((...))`
-arithmetic and subshell/brace groups.
+arithmetic and subshell/brace groups, and enough of the compound commands to reach the commands inside
+them: loop and `if` bodies are ordinary command lists after a reserved word (`do ffmpeg ...`,
+`then whisper ...`; the caller skips the word), `((...))` arithmetic (also `for ((i=0; i<3; i++))`) is
+one word, `[[ ... ]]` is one test command whose `&& || < > ( )` are words, the patterns of
+`case ... in PATTERN) ...;; esac` are dropped, and function definitions `name() {` are recorded in
+`ParsedShell.functions` (their bodies are ordinary commands).
 
 It never executes anything and never fails: unbalanced quotes or parentheses just end at end of
 input. It runs in time linear in the input: runs of ordinary characters are consumed with one regex
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field
 _PLAIN = re.compile(r"[^\s'\"\\$`#()<>|&;{}]+")
 _DQ_PLAIN = re.compile(r'[^"\\$]+')
 # Commands with nothing but words, single quotes and `| || && ; &` take a fast path (most real ones).
-_COMPLEX = re.compile(r"[\"\\$`#()<>{}]|[^\S \t]")
+_COMPLEX = re.compile(r"[\"\\$`#()<>{}]|[^\S \t]|\[\[|\bcase\b")
 _FAST_TOKEN = re.compile(r"&&|\|\||\|&|;;|[|;&]|(?:[^\s'|;&]+|'[^']*')+")
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", ">>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0", "e": "\x1b"}
@@ -39,6 +44,17 @@ class SimpleCommand:
 class ParsedShell:
     commands: list[SimpleCommand]
     operators: list[str]  # operator that followed each command ('' for the last)
+    functions: list[str] = field(default_factory=list)  # names of shell functions defined in the line
+
+
+# Reserved words that may stand before a compound command (`then case ...`, `do [[ ... ]]`, `! ((x))`).
+_LEADING_KEYWORDS = frozenset(["if", "then", "else", "elif", "while", "until", "do", "!", "time"])
+_CASE_END = re.compile(r"esac(?=$|[\s;&|)])")
+
+
+def _after_keywords(argv: list[str]) -> bool:
+    """True when every word so far is a reserved word, i.e. the next word starts a command."""
+    return all(w in _LEADING_KEYWORDS for w in argv)
 
 
 def _read_dollar_paren(s: str, i: int) -> tuple[str, int]:
@@ -70,6 +86,10 @@ def _read_dollar_paren(s: str, i: int) -> tuple[str, int]:
     return s[i:], n
 
 
+_OPS = ("&&", "||", ";;", "|&", "|", ";", "&", "\n")
+_CASE_OPS = ("&&", "||", ";;&", ";;", ";&", "|&", "|", ";", "&", "\n")
+
+
 class _Parser:
     def __init__(self, s: str):
         self.s = s
@@ -80,6 +100,10 @@ class _Parser:
         self.in_word = False
         self.pending_redirect: str | None = None
         self.pending_heredocs: list[tuple[str, bool]] = []  # (delimiter, strip_tabs)
+        self.functions: list[str] = []
+        self.dbracket = False  # inside `[[ ... ]]`
+        self.case_depth = 0  # open `case ... esac`
+        self.case_pattern = False  # a case pattern `PATTERN)` comes next
 
     def end_word(self) -> None:
         if not self.in_word:
@@ -93,11 +117,25 @@ class _Parser:
             if op.endswith(("<<", "<<-")):
                 self.pending_heredocs.append((w, op.endswith("<<-")))
             self.cur.redirects.append((op, w))
-        else:
-            self.cur.argv.append(w)
+            return
+        argv = self.cur.argv
+        if self.dbracket:
+            self.dbracket = w != "]]"
+        elif w == "[[" and _after_keywords(argv):
+            self.dbracket = True
+        elif w == "in" and len(argv) >= 2 and argv[-2] == "case" and _after_keywords(argv[:-2]):
+            argv.append(w)
+            self.end_command(";")
+            self.case_depth += 1
+            self.case_pattern = True
+            return
+        elif w == "esac" and self.case_depth and _after_keywords(argv):
+            self.case_depth -= 1
+        argv.append(w)
 
     def end_command(self, op: str) -> None:
         self.end_word()
+        self.dbracket = False
         cur = self.cur
         if cur.argv or cur.redirects or cur.substitutions:
             self.commands.append(cur)
@@ -115,12 +153,24 @@ class _Parser:
         n = len(s)
         i = 0
         while i < n:
+            if self.case_pattern and not self.in_word:
+                i = self._case_pattern(i)
+                continue
             m = _PLAIN.match(s, i)
             if m is not None:
                 self.add(m.group())
                 i = m.end()
                 continue
             c = s[i]
+            if self.dbracket and c in "()<>&|":  # operators inside `[[ ... ]]` are test words
+                self.end_word()
+                j = i + 1
+                while j < n and s[j] in "<>&|" and j - i < 2:
+                    j += 1
+                self.add(s[i:j])
+                self.end_word()
+                i = j
+                continue
             if c == " " or c == "\t" or c == "\r" or c == "\f" or c == "\v":
                 self.end_word()
                 i += 1
@@ -155,6 +205,19 @@ class _Parser:
                 else:
                     j = s.find("\n", i)
                     i = n if j < 0 else j
+            elif (
+                c == "("
+                and s.startswith("((", i)
+                and not self.in_word
+                and (self.cur.argv == ["for"] or _after_keywords(self.cur.argv))
+            ):
+                i = self._arithmetic(i)
+            elif c == "(" and self.in_word and self.word[-1].endswith("="):  # array assignment a=(x y)
+                _, j = _read_dollar_paren(s, i + 1)
+                self.add(s[i:j])
+                i = j
+            elif c == "(" and self._function_definition(i):
+                i = s.index(")", i) + 1
             elif c in "()":
                 # Subshells only delimit commands for our purposes.
                 self.end_command(";")
@@ -172,7 +235,57 @@ class _Parser:
         self.end_command("")
         if self.operators:
             self.operators[-1] = ""
-        return ParsedShell(self.commands, self.operators)
+        return ParsedShell(self.commands, self.operators, self.functions)
+
+    def _arithmetic(self, i: int) -> int:
+        """`((expr))` (s[i:] starts with '(('): one word `((` and one word with the expression."""
+        self.end_word()
+        inner, j = _read_dollar_paren(self.s, i + 2)
+        if j < len(self.s) and self.s[j] == ")":
+            j += 1
+        self.cur.argv += ["((", inner]
+        return j
+
+    def _function_definition(self, i: int) -> bool:
+        """`name() {` / `function name() {`: record the name, drop the pseudo-command."""
+        self.end_word()
+        argv = self.cur.argv
+        j = i + 1
+        while j < len(self.s) and self.s[j] in " \t":
+            j += 1
+        if j >= len(self.s) or self.s[j] != ")" or self.cur.redirects:
+            return False
+        if (len(argv) == 1 or (len(argv) == 2 and argv[0] == "function")) and "=" not in argv[-1]:
+            self.functions.append(argv[-1])
+            self.cur = SimpleCommand()
+            return True
+        return False
+
+    def _case_pattern(self, i: int) -> int:
+        """Skip blanks, then a case pattern up to its `)`; stop at `esac` (the word is parsed normally)."""
+        s = self.s
+        n = len(s)
+        while i < n and s[i] in " \t\r\n;":
+            i += 1
+        self.case_pattern = False
+        if _CASE_END.match(s, i):
+            return i
+        if i < n and s[i] == "(":
+            i += 1
+        quote = ""
+        while i < n:
+            c = s[i]
+            if quote:
+                if c == quote:
+                    quote = ""
+            elif c in "'\"":
+                quote = c
+            elif c == "\\":
+                i += 1
+            elif c == ")":
+                return i + 1
+            i += 1
+        return n
 
     def _double_quoted(self, j: int) -> int:
         s = self.s
@@ -268,13 +381,16 @@ class _Parser:
 
     def _operator(self, i: int) -> int:
         s = self.s
-        for op in ("&&", "||", ";;", "|&", "|", ";", "&", "\n"):
+        ops = _CASE_OPS if self.case_depth else _OPS
+        for op in ops:
             if s.startswith(op, i):
                 break
         else:  # not reachable: the caller only dispatches operator characters here
             self.add(s[i])
             return i + 1
         self.end_command(";" if op == "\n" else op)
+        if self.case_depth and op in (";;", ";&", ";;&"):
+            self.case_pattern = True
         i += len(op)
         if op == "\n" and self.pending_heredocs:
             i = self._consume_heredocs(i)

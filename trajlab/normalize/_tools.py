@@ -253,8 +253,12 @@ def _rank(prog: str, args: list[str]) -> int:
 def analyze_command(command: str) -> ToolInfo:
     """Programs, main tool and modality of a shell command line."""
     resolved: list[tuple[str, list[str], list[str], bool]] = []  # (prog, args, heredocs, has redirect)
-    for sc in parse_shell(command).commands:
+    parsed = parse_shell(command)
+    functions = parsed.functions  # calls of a function defined in the line are not programs
+    for sc in parsed.commands:
         for prog, args in _resolve(sc.argv):
+            if functions and prog in functions:
+                continue
             resolved.append((prog, args, sc.heredocs, bool(sc.redirects)))
         for sub in sc.substitutions:
             for sc2 in parse_shell(sub).commands:
