@@ -81,3 +81,22 @@ def check_wrong_types(adapter_name: str, fixture: Path, tmp_path: Path, rounds: 
             rows_to_table([t], table_schema("trajectories"), default_row(TABLES["trajectories"]))
             rows_to_table(steps, table_schema("steps"), default_row(TABLES["steps"]))
         assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined, p
+
+
+PARSE_NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_tree(root: Path, now: datetime = PARSE_NOW) -> tuple[Any, dict[str, Any]]:
+    """Discover and parse every unit under `root` without a lab: (discovery, {relative primary path:
+    (unit, parse context, [(trajectory row, step rows), ...])})."""
+    from trajlab.ingest import discover
+
+    disc = discover([root])
+    out = {}
+    for u in disc.units:
+        a = get_adapter(u.adapter)
+        u.digest = unit_digest(u.files)
+        ctx = ParseContext(u, a.runner)
+        rows = [finish_trajectory(pt, u, a.runner, a.name, now) for pt in a.parse(u, ctx)]
+        out[u.primary.relative_to(root).as_posix()] = (u, ctx, rows)
+    return disc, out

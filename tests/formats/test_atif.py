@@ -5,26 +5,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from format_checks import parse_tree
 
-from trajlab.formats import ParseContext, finish_trajectory, get_adapter
-from trajlab.ingest import discover, ingest, unit_digest
+from trajlab.formats import get_adapter
+from trajlab.ingest import discover, ingest
 from trajlab.store import Lab, query
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "atif"
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TRIAL = "jobs/job-2025-03-01__10-00/audio-count__a1b2c3d"
-
-
-def parse_tree(root: Path):
-    disc = discover([root])
-    out = {}
-    for u in disc.units:
-        a = get_adapter(u.adapter)
-        u.digest = unit_digest(u.files)
-        ctx = ParseContext(u, a.runner)
-        rows = [finish_trajectory(pt, u, a.runner, a.name, NOW) for pt in a.parse(u, ctx)]
-        out[u.primary.relative_to(root).as_posix()] = (u, ctx, rows)
-    return disc, out
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from format_checks import parse_tree
 
-from trajlab.formats import ParseContext, finish_trajectory, get_adapter
 from trajlab.formats.terminal_bench import strip_ansi
-from trajlab.ingest import discover, ingest, unit_digest
+from trajlab.ingest import ingest
 from trajlab.store import Lab, query
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "terminal_bench" / "runs"
@@ -16,18 +16,6 @@ NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 RUN = "2025-04-01__09-00-00"
 HELLO = f"{RUN}/hello-world/hello-world.1-of-1.{RUN}/results.json"
 FRAMES = f"{RUN}/count-frames/count-frames.1-of-1.{RUN}/results.json"
-
-
-def parse_tree(root: Path):
-    disc = discover([root])
-    out = {}
-    for u in disc.units:
-        a = get_adapter(u.adapter)
-        u.digest = unit_digest(u.files)
-        ctx = ParseContext(u, a.runner)
-        rows = [finish_trajectory(pt, u, a.runner, a.name, NOW) for pt in a.parse(u, ctx)]
-        out[u.primary.relative_to(root).as_posix()] = (u, ctx, rows)
-    return disc, out
 
 
 @pytest.fixture(scope="module")
