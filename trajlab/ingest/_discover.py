@@ -19,6 +19,7 @@ class Discovery:
     skipped: list[Path] = field(default_factory=list)  # not a candidate extension and not a companion
     missing: list[Path] = field(default_factory=list)  # input paths that do not exist
     meta: list[Path] = field(default_factory=list)  # trajlab-meta.jsonl sidecars
+    shared: set[Path] = field(default_factory=set)  # companions read by more than one unit
 
 
 def _is_lab(d: Path) -> bool:
@@ -75,14 +76,17 @@ def discover(paths: list[Path | str], exclude: list[Path] | None = None) -> Disc
     by_name = {a.name: a for a in adapters()}
     companion_of: dict[Path, Path] = {}
     # Shallow files first: a session claims its sub-agent files before they could claim anything.
+    # A run-level file (a results.json with every trial's outcome) is a companion of every unit that
+    # reads it, so a change to it re-ingests all of them.
     for f in sorted(primaries, key=lambda p: (len(p.parts), str(p))):
         if f in companion_of:
             continue
         unit = primaries[f]
         comps = [Path(norm_path(c)) for c in by_name[unit.adapter].companions(f)]
-        unit.companions = [c for c in dict.fromkeys(comps) if c != f and c not in companion_of]
+        unit.companions = [c for c in dict.fromkeys(comps) if c != f]
         for c in unit.companions:
-            companion_of[c] = f
+            if companion_of.setdefault(c, f) != f:
+                result.shared.add(c)
     # A file that another unit reads as a companion is not a unit of its own.
     result.units = [u for f, u in primaries.items() if f not in companion_of]
     companions = set(companion_of)

@@ -72,6 +72,7 @@ class Plan:
     meta_paths: list[Path] = field(default_factory=list)
     meta_changed: list[Path] = field(default_factory=list)  # sidecars to (re)record
     meta_gone: list[str] = field(default_factory=list)  # remembered sidecars that no longer exist
+    shared: set[str] = field(default_factory=set)  # companion files read by several units
 
 
 def _expected_meta(plan: Plan, key: str, native_ids: list[str | None]) -> str | None:
@@ -86,7 +87,7 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
     if lab.has("sources"):
         for row in lab.read("sources", SOURCE_COLUMNS).to_pylist():
             existing[row["source_path"]] = row
-    plan = Plan(existing=existing)
+    plan = Plan(existing=existing, shared={str(p) for p in disc.shared})
     _plan_meta(plan, disc, meta_files, force)
 
     native_ids: dict[str, str | None] = {}

@@ -154,7 +154,7 @@ def _absorb(txn: Transaction, br: BatchResult, plan: Plan, report: IngestReport)
         for q in ur.quarantined:
             report.note_quarantined(*q)
         key = src["source_path"]
-        _forget(txn, key, src["files"], plan.replaced.get(key), set(src["trajectory_ids"]))
+        _forget(txn, key, src["files"], plan.replaced.get(key), set(src["trajectory_ids"]), plan.shared)
         if key in plan.moved:  # the same bytes were ingested under the old path: drop those rows
             old_key = plan.moved[key]
             _forget(txn, old_key, [], plan.existing.get(old_key), set(src["trajectory_ids"]))
@@ -167,10 +167,16 @@ def _forget(
     files: list[str],
     old: dict[str, Any] | None,
     keep_ids: set[str] | None = None,
+    shared: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """Delete what an earlier ingest of this unit wrote (new rows of this transaction are not touched)."""
+    """Delete what an earlier ingest of this unit wrote (new rows of this transaction are not touched).
+
+    Quarantine rows are the unit's by `unit_path`; rows of labs written before that column existed are
+    found by file, except files shared with other units (their rows may be the other units')."""
     txn.delete("sources", "source_path", [key])
-    txn.delete("quarantine", "source_path", [key, *files, *((old or {}).get("files") or [])])
+    txn.delete("quarantine", "unit_path", [key])
+    own = [f for f in [key, *files, *((old or {}).get("files") or [])] if f not in shared]
+    txn.delete("quarantine", "source_path", own)
     old_ids = set((old or {}).get("trajectory_ids") or [])
     if old_ids:
         txn.delete("trajectories", "trajectory_id", old_ids)
@@ -196,7 +202,7 @@ def _record_bookkeeping(txn: Transaction, plan: Plan, report: IngestReport) -> N
         report.runners[runner].duplicates += 1
         report.duplicates.append((key, other))
         files, sizes, mtimes = fingerprint(u)
-        _forget(txn, key, list(files), plan.replaced.get(key))
+        _forget(txn, key, list(files), plan.replaced.get(key), shared=plan.shared)
         txn.append(
             "sources",
             [
@@ -277,6 +283,7 @@ def _record_unknown(
         "raw": raw,
         "raw_size": st.st_size,
         "ingested_at": now,
+        "unit_path": key,
     }
     txn.append("quarantine", [q])
     txn.append(
@@ -330,6 +337,7 @@ def _record_meta(txn: Transaction, plan: Plan, report: IngestReport, now: dateti
                         "raw": q.raw,
                         "raw_size": len(q.raw),
                         "ingested_at": now,
+                        "unit_path": key,
                     }
                 ],
             )

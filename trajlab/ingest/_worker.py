@@ -297,6 +297,7 @@ def _parse_unit(
                     "raw": q.raw,
                     "raw_size": q.raw_size,
                     "ingested_at": now,
+                    "unit_path": str(unit.primary),
                 }
             )
             res.quarantined.append((q.source_path, q.line, q.byte_offset, q.reason.split("\n", 1)[0]))

@@ -265,3 +265,9 @@ class Quarantine(Table):
     raw: bytes | None = Field(None, description="The record's raw bytes, unchanged.")
     raw_size: int = Field(0, description="Size of the raw record in bytes.")
     ingested_at: datetime = Field(description="When it was quarantined (UTC).")
+    unit_path: str | None = Field(
+        None,
+        description="Primary file of the source unit whose ingest quarantined it (a companion shared by "
+        "several units, such as a run-level results.json, is read, and its bad records quarantined, "
+        "once per unit). Null in labs written before this column existed.",
+    )
