@@ -158,7 +158,20 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--modes", default="parse,naive,ingest-1,ingest-2")
     ap.add_argument("--json", type=Path, default=HERE / "out" / "bench_ingest.json")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the measurements of an interrupted run (JSON lines next to --json) and do the rest",
+    )
     a = ap.parse_args()
+    partial = a.json.with_suffix(".partial.jsonl")
+    done: dict[tuple[int, str], dict] = {}
+    if a.resume and partial.exists():
+        for line in partial.read_text().splitlines():
+            rec = json.loads(line)
+            done[(rec["run"], rec["mode"])] = rec["result"]
+    else:
+        partial.unlink(missing_ok=True)
 
     if not a.corpus.exists() or corpus_bytes(a.corpus) < a.size_mb * 1e6 * 0.98:
         shutil.rmtree(a.corpus, ignore_errors=True)
@@ -187,8 +200,14 @@ def main() -> None:
     for r in range(a.runs):
         order = modes if r % 2 == 0 else modes[::-1]  # interleave, alternating the order
         for m in order:
+            if (r, m) in done:
+                results[m].append(done[(r, m)])
+                continue
             res = measure(m, a.corpus, a.scratch / m)
+            res["load"] = os.getloadavg()[0]
             results[m].append(res)
+            with open(partial, "a") as f:
+                f.write(json.dumps({"run": r, "mode": m, "result": res}) + "\n")
             print(
                 f"run {r + 1} {m:9s} {res['seconds']:7.2f}s  {total / 1e6 / res['seconds']:7.1f} MB/s  "
                 f"peak RSS {res['peak_rss_mb']:6.0f} MB",
@@ -205,6 +224,7 @@ def main() -> None:
             "records_s": rs[0]["records"] / sec,
             "steps_s": (rs[0]["steps"] / sec) if "steps" in rs[0] else None,
             "cpu_s": statistics.median(x["cpu"] for x in rs),
+            "mb_cpu_s": total / 1e6 / statistics.median(x["cpu"] for x in rs),
             "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
             "peak_pss_mb": max(x["peak_pss_mb"] for x in rs),
             "all_s": [round(x["seconds"], 3) for x in rs],
@@ -218,6 +238,11 @@ def main() -> None:
         ratios["ingest-2 / naive"] = summary["ingest-2"]["mb_s"] / summary["naive"]["mb_s"]
     if "ingest-2" in summary and "ingest-1" in summary:
         ratios["speed-up 2 workers"] = summary["ingest-2"]["mb_s"] / summary["ingest-1"]["mb_s"]
+    cpu_ratios = {}
+    if "ingest-1" in summary and "parse" in summary:
+        cpu_ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_cpu_s"] / summary["parse"]["mb_cpu_s"]
+    if "ingest-1" in summary and "naive" in summary:
+        cpu_ratios["ingest-1 / naive"] = summary["ingest-1"]["mb_cpu_s"] / summary["naive"]["mb_cpu_s"]
     ing = results.get("ingest-1") or results.get("ingest-2") or []
     if ing:
         info.update(
@@ -233,20 +258,27 @@ def main() -> None:
         f"{info.get('steps', '?')} steps; median of {a.runs} runs; load {info['load_before'][0]:.1f} -> "
         f"{info['load_after'][0]:.1f} on {info['cpus']} CPUs\n"
     )
-    print("| mode | median s | MB/s | records/s | steps/s | CPU s | peak RSS (tree) | peak PSS (tree) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| mode | median s | MB/s | records/s | steps/s | CPU s | MB per CPU s | peak RSS (tree) | peak PSS (tree) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for m, s in summary.items():
         steps = f"{s['steps_s']:,.0f}" if s["steps_s"] else "-"
         print(
             f"| {m} | {s['median_s']:.2f} | {s['mb_s']:.1f} | {s['records_s']:,.0f} | {steps} | {s['cpu_s']:.2f} | "
-            f"{s['peak_rss_mb']:.0f} MB | {s['peak_pss_mb']:.0f} MB |"
+            f"{s['mb_cpu_s']:.1f} | {s['peak_rss_mb']:.0f} MB | {s['peak_pss_mb']:.0f} MB |"
         )
     print()
     for k, v in ratios.items():
         print(f"- {k}: {v:.2f}x")
+    for k, v in cpu_ratios.items():
+        print(f"- {k} (CPU time): {v:.2f}x")
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(
-        json.dumps({"info": info, "summary": summary, "ratios": ratios, "runs": results}, indent=1)
+        json.dumps(
+            {"info": info, "summary": summary, "ratios": ratios, "cpu_ratios": cpu_ratios, "runs": results},
+            indent=1,
+        )
     )
 
 

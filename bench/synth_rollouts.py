@@ -703,6 +703,7 @@ def synthesize(out: Path, size_mb: float, seed: int = 7, progress: bool = True) 
     written = {"codex": 0, "claude_code": 0}
     files = {"codex": 0, "claude_code": 0}
     t0 = time.perf_counter()
+    tty, last_decile = sys.stderr.isatty(), 0
     while sum(written.values()) < target:
         if written["codex"] <= written["claude_code"]:
             size = int(min(max(r.lognormvariate(13.1, 0.8), 60_000), 8_000_000))  # median ~0.5 MB
@@ -714,8 +715,12 @@ def synthesize(out: Path, size_mb: float, seed: int = 7, progress: bool = True) 
             files["claude_code"] += 1
         if progress:
             done = sum(written.values())
-            print(f"\rsynthesized {done / 1e6:8.1f} / {size_mb:.0f} MB", end="", file=sys.stderr)
-    if progress:
+            if tty:  # carriage returns only on a terminal; a log gets one line per 10%
+                print(f"\rsynthesized {done / 1e6:8.1f} / {size_mb:.0f} MB", end="", file=sys.stderr)
+            elif done * 10 // target > last_decile:
+                last_decile = done * 10 // target
+                print(f"synthesized {done / 1e6:8.1f} / {size_mb:.0f} MB", file=sys.stderr)
+    if progress and tty:
         print(file=sys.stderr)
     return {"bytes": written, "units": files, "seconds": time.perf_counter() - t0, "seed": seed}
 
