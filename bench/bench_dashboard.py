@@ -495,15 +495,23 @@ def browser_bench(lab: Lab, repeat: int, n: int) -> dict:
                 f"{out['runs_filter_latency_ms']:.0f} ms; runs callback server time {out['runs_callback_server_ms']:.1f} ms"
             )
 
-            def dag_load(query: str) -> tuple[float, float, int, float]:
+            def dag_load(query: str) -> dict:
                 pg = fresh()
                 cdp = pg.context.new_cdp_session(pg)
                 cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+                calls: list[float] = []
+                pg.on(
+                    "request",
+                    lambda r: (
+                        calls.append(time.perf_counter()) if "_dash-update-component" in r.url else None
+                    ),
+                )
                 pg.add_init_script(
                     "window.__first = null; const tick = () => { if (window.cy && window.cy.nodes().length"
                     " && window.__first === null) { window.__first = performance.now(); } else if (window.__first"
                     " === null) { requestAnimationFrame(tick); } }; requestAnimationFrame(tick);"
                 )
+                t_nav = time.perf_counter()
                 pg.goto(srv.url + f"trajectory/{LONG_TID}{query}")
                 pg.wait_for_function(
                     "() => { const t = (document.querySelector('#dag-info') || {}).innerText || '';"
@@ -511,11 +519,29 @@ def browser_bench(lab: Lab, repeat: int, n: int) -> dict:
                     " return m && m[1] === m[2] && window.cy && window.cy.nodes().length === +m[2].replace(/,/g, ''); }"
                 )
                 done = pg.evaluate(PAINTED)
-                first = pg.evaluate("window.__first")
-                nodes = pg.evaluate("window.cy.nodes().length")
+                marks = pg.evaluate(
+                    """() => {
+                        const res = performance.getEntriesByType('resource');
+                        const end = (f) => Math.max(0, ...res.filter(f).map(e => e.responseEnd));
+                        const js = res.filter(e => /\\.js(\\?|$)/.test(e.name));
+                        const nav = performance.getEntriesByType('navigation')[0];
+                        return {first: window.__first, data: window.__trajlabDagStart,
+                                scripts: end(e => /\\.js(\\?|$)/.test(e.name) && !/async-/.test(e.name)),
+                                dcl: nav.domContentLoadedEventEnd,
+                                layout: end(e => e.name.includes('_dash-layout')),
+                                page: Math.min(...res.filter(e => e.name.includes('_dash-update-component'))
+                                               .map(e => e.responseEnd)),
+                                nodes: window.cy.nodes().length,
+                                js_bytes: js.reduce((a, e) => a + e.transferSize, 0),
+                                js_raw: js.reduce((a, e) => a + e.decodedBodySize, 0)}; }"""
+                )
+                t_data = t_nav + marks["data"] / 1000
+                marks["calls_before_data"] = sum(1 for c in calls if c <= t_data)
                 metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
                 pg.close()
-                return done, first, nodes, metrics.get("ThreadTime", 0.0) * 1000
+                marks["done"] = done
+                marks["cpu"] = metrics.get("ThreadTime", 0.0) * 1000
+                return marks
 
             for label, query in (
                 ("progressive", "?fold=0&agents=none"),
@@ -523,20 +549,39 @@ def browser_bench(lab: Lab, repeat: int, n: int) -> dict:
                 ("folded", ""),
             ):
                 res = [dag_load(query) for _ in range(repeat)]
-                done = statistics.median(r[0] for r in res)
-                first = statistics.median(r[1] for r in res)
-                cpu = statistics.median(r[3] for r in res)
-                out[f"dag_{label}_ms"] = done
-                out[f"dag_{label}_first_ms"] = first
-                out[f"dag_{label}_main_thread_cpu_ms"] = cpu
+
+                def med(k: str, res=res) -> float:
+                    return statistics.median(r[k] for r in res)
+
+                out[f"dag_{label}_ms"] = done = med("done")
+                out[f"dag_{label}_first_ms"] = first = med("first")
+                out[f"dag_{label}_main_thread_cpu_ms"] = cpu = med("cpu")
+                out[f"dag_{label}_data_ms"] = data = med("data")
+                out[f"dag_{label}_from_data_ms"] = statistics.median(r["done"] - r["data"] for r in res)
+                out[f"dag_{label}_first_from_data_ms"] = statistics.median(
+                    r["first"] - r["data"] for r in res
+                )
                 print(
-                    f"browser: DAG {label:<12} {res[0][2]:>5,} nodes drawn in {done:6.0f} ms, first nodes at {first:6.0f} ms, "
-                    f"page main-thread CPU {cpu:6.0f} ms (median of {repeat}, from navigation start)"
+                    f"browser: DAG {label:<12} {res[0]['nodes']:>5,} nodes drawn in {done:6.0f} ms, first nodes at "
+                    f"{first:6.0f} ms, page main-thread CPU {cpu:6.0f} ms (median of {repeat}, from navigation start)"
+                )
+                print(
+                    f"         {'':<12} from data arrival: drawn in {out[f'dag_{label}_from_data_ms']:6.0f} ms, first nodes"
+                    f" after {out[f'dag_{label}_first_from_data_ms']:4.0f} ms; timeline: scripts loaded {med('scripts'):.0f},"
+                    f" DOMContentLoaded {med('dcl'):.0f}, layout {med('layout'):.0f}, page callback {med('page'):.0f},"
+                    f" data in the page {data:.0f} ms; {res[0]['calls_before_data']} callback round trip(s) before"
+                    f" the data; JS {res[0]['js_bytes'] / 1e6:.2f} MB transferred for {res[0]['js_raw'] / 1e6:.2f} MB"
                 )
             print(
                 f"ratios: one-shot / progressive total {out['dag_one-shot_ms'] / out['dag_progressive_ms']:.2f}x, "
                 f"first nodes {out['dag_one-shot_first_ms'] / out['dag_progressive_first_ms']:.2f}x"
             )
+            timings = json.loads(_get(srv.url + "_trajlab/timings"))
+            for k in ("trajectory-page", "dag-view"):
+                if timings.get(k):
+                    print(
+                        f"server: {k} median {statistics.median(timings[k]) * 1000:.1f} ms over {len(timings[k])} calls"
+                    )
             browser.close()
     finally:
         srv.stop()

@@ -77,8 +77,18 @@ class Watched:
         self.page.wait_for_selector("#page > *")
 
     def shot(self, name: str) -> None:
+        """A full-page screenshot from the top, with the trajectory page's side column (a sticky box that
+        scrolls on its own) shown whole so the labels panel is in the picture."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.evaluate(
+            "() => { window.scrollTo(0, 0); document.querySelectorAll('.traj-side').forEach(e => {"
+            " e.dataset.style = e.getAttribute('style') || ''; e.style.position = 'static';"
+            " e.style.maxHeight = 'none'; e.style.overflow = 'visible'; }); }"
+        )
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        self.page.evaluate(
+            "() => document.querySelectorAll('.traj-side').forEach(e => e.setAttribute('style', e.dataset.style))"
+        )
 
     def choose(self, button: str, option: str) -> None:
         """Pick `option` in the Dash dropdown whose button matches the selector `button`."""
@@ -307,13 +317,18 @@ def test_every_page_renders(page, server, ex):
             "() => !document.querySelector('[data-dash-is-loading]') && "
             "[...document.querySelectorAll('.panel-body')].every(b => b.children.length > 0)"
         )
+        if any(x.kind == "figure" for x in p.panels):
+            # plotly.js loads lazily: wait until the figure is drawn (or a note says why it is not)
+            page.page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .main-svg, .msg-warn, .msg-error').length > 0"
+            )
+        page.shot(f"page-{i:02d}-{p.id}")
         errors = page.page.locator(".msg-error").all_inner_texts()
         assert errors == [], (p.id, errors)
         if any(x.kind == "figure" for x in p.panels):
             graphs = page.page.locator(".js-plotly-plot").count()
             notes = page.page.locator(".msg-warn").all_inner_texts()
             assert graphs + len(notes) >= 1, p.id
-        page.shot(f"page-{i:02d}-{p.id}")
     # the user's page: its filter reaches the SQL as a parameter
     page.goto("/custom/tool-errors")
     page.page.wait_for_selector(".panel-sql .dash-spreadsheet")

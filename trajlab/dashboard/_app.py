@@ -24,6 +24,7 @@ from flask import jsonify
 from ..errors import TrajlabError
 from ..store import Lab
 from ._components import message
+from ._compress import install_compression
 from ._labels import register_labels
 from ._page_runs import register_runs
 from ._page_trajectory import TrajectoryCache, register_trajectory, trajectory_layout
@@ -171,6 +172,7 @@ def create_app(
     register_panels(app, ctx)
 
     server = app.server
+    install_compression(server)
 
     @server.after_request
     def _headers(resp):  # type: ignore[no-untyped-def]

@@ -34,6 +34,8 @@ EDGE_COLORS: dict[str, str] = {
     "summary": "#009E73",
     "answer": "#000000",
 }
+AGENT_FILL = "#EEEEEE"
+"""Fill of a folded sub-agent node."""
 STATUS_RANK = {"ok": 0, "no-output": 1, "timeout": 2, "error": 3}
 
 
@@ -228,7 +230,7 @@ def build_view(
             "agent": n0["agent_id"],
             "modality": n0["modality"],
             "status": worst,
-            "fill": modality_colors.get(n0["modality"], "#FFFFFF") if kind != "agent" else "#EEEEEE",
+            "fill": modality_colors.get(n0["modality"], "#FFFFFF") if kind != "agent" else AGENT_FILL,
             "border": status_colors.get(worst, "#404040"),
         }
         node_elems[v] = {"data": data, "position": {"x": x, "y": y}, "classes": " ".join(classes)}
@@ -324,7 +326,7 @@ def stylesheet(n_elements: int = 0) -> list[dict[str, Any]]:
         },
         {
             "selector": "node.agent",
-            "style": {"shape": "hexagon", "width": 34, "height": 30, "background-color": "#EEEEEE"},
+            "style": {"shape": "hexagon", "width": 34, "height": 30, "background-color": AGENT_FILL},
         },
         {"selector": "node.failed", "style": {"border-width": 3}},
         {"selector": "node.answer-path", "style": {"font-weight": "bold"}},

@@ -16,6 +16,7 @@ from ..dag import StepDag, load_dag
 from ..errors import LabError
 from ._components import TABLE_STYLE, kv, message, pre
 from ._graph import (
+    AGENT_FILL,
     AUTO_COLLAPSE_NODES,
     DEFAULT_MIN_RUN,
     EDGE_COLORS,
@@ -173,6 +174,13 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
         q.get("agents", ""), sorted(agents) if big else []
     )
     step = int(q["step"]) if q.get("step", "").isdigit() else None
+    # The DAG comes with the page (no callback round trip before drawing starts); the callback redraws
+    # only when the folding options or the labels change.
+    view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, fold, DEFAULT_MIN_RUN, folded_agents, []))
+    chunked = q.get("chunked") != "0"
+    first_inspector: list[Any] = [message("Click a node (or a timeline row) to inspect its step.")]
+    if step is not None:
+        first_inspector = inspector(ctx, d, step)
     dag_tab = html.Div(
         [
             html.Div(
@@ -213,10 +221,10 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
             ),
             cyto.Cytoscape(
                 id="dag",
-                elements=[],
+                elements=[],  # drawn by assets/dag.js straight into Cytoscape, never through this prop
                 layout={"name": "preset", "fit": False},
                 autoRefreshLayout=False,
-                stylesheet=stylesheet(),
+                stylesheet=stylesheet(len(view.elements)),
                 style={"width": "100%", "height": "640px"},
                 minZoom=0.05,
                 maxZoom=1.6,
@@ -225,8 +233,8 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                 autoungrabify=True,
             ),
             _legend(),
-            dcc.Store(id="dag-chunks"),
-            dcc.Store(id="dag-opts", data={"chunked": q.get("chunked") != "0"}),
+            dcc.Store(id="dag-chunks", data=chunk_payload(view, chunked=chunked)),
+            dcc.Store(id="dag-opts", data={"chunked": chunked}),
             dcc.Store(id="dag-expanded", data=[]),
         ]
     )
@@ -261,10 +269,7 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                             html.Div(
                                 [
                                     html.H3("Step inspector"),
-                                    html.Div(
-                                        message("Click a node (or a timeline row) to inspect its step."),
-                                        id="inspector",
-                                    ),
+                                    html.Div(first_inspector, id="inspector"),
                                 ],
                                 className="panel inspector",
                             ),
@@ -445,34 +450,35 @@ def _highlights(ctx: DashContext, d: TrajectoryData) -> Highlights:
     )
 
 
-def register_trajectory(app: Any, ctx: DashContext) -> None:
-    def view_for(tid: str, collapse: list[str], min_run: Any, agents: list[str], expanded: list[str]):  # type: ignore[no-untyped-def]
-        d = ctx.trajectories.get(ctx, tid)
-        hl = _highlights(ctx, d)
-        key = (
-            "dag-view",
-            tid,
-            bool(collapse),
-            int(min_run or DEFAULT_MIN_RUN),
-            tuple(agents or ()),
-            tuple(expanded or ()),
-            repr(hl),
-        )
-        snap = ctx.source.snapshot()
-        return snap.cached(
-            key,
-            lambda: build_view(
-                d.dag,
-                hl,
-                collapse_runs=bool(collapse),
-                min_run=max(2, int(min_run or DEFAULT_MIN_RUN)),
-                collapsed_agents=agents or [],
-                expanded_groups=expanded or [],
-                secrets=ctx.secrets,
-            ),
-            size=32,
-        )
+def dag_view(
+    ctx: DashContext,
+    tid: str,
+    collapse: Any,
+    min_run: Any,
+    agents: list[str] | None,
+    expanded: list[str] | None,
+) -> GraphView:
+    """The folded, highlighted view of a trajectory's DAG, cached per lab generation and options."""
+    d = ctx.trajectories.get(ctx, tid)
+    hl = _highlights(ctx, d)
+    min_run = max(2, int(min_run or DEFAULT_MIN_RUN))
+    key = ("dag-view", tid, bool(collapse), min_run, tuple(agents or ()), tuple(expanded or ()), repr(hl))
+    return ctx.source.snapshot().cached(
+        key,
+        lambda: build_view(
+            d.dag,
+            hl,
+            collapse_runs=bool(collapse),
+            min_run=min_run,
+            collapsed_agents=agents or [],
+            expanded_groups=expanded or [],
+            secrets=ctx.secrets,
+        ),
+        size=32,
+    )
 
+
+def register_trajectory(app: Any, ctx: DashContext) -> None:
     @app.callback(
         Output("dag-chunks", "data"),
         Output("dag", "stylesheet"),
@@ -483,17 +489,17 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Input("dag-expanded", "data"),
         Input("labels-version", "data"),
         State("dag-opts", "data"),
+        prevent_initial_call=True,  # the page brings its first drawing
     )
     def _draw(tid, collapse, min_run, agents, expanded, _v, opts):  # type: ignore[no-untyped-def]
         if not tid:
             raise PreventUpdate
-        view = ctx.timed("dag-view", lambda: view_for(tid, collapse, min_run, agents, expanded))
+        view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, collapse, min_run, agents, expanded))
         return chunk_payload(view, chunked=(opts or {}).get("chunked", True)), stylesheet(len(view.elements))
 
     # Drawn in the browser, one chunk per animation frame (assets/dag.js).
     app.clientside_callback(
         ClientsideFunction(namespace="trajlab", function_name="drawDag"),
-        Output("dag", "elements"),
         Output("dag-info", "children"),
         Input("dag-chunks", "data"),
     )
@@ -527,6 +533,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Output("timeline-box", "children"),
         Input("traj-tabs", "value"),
         State("traj-id", "data"),
+        prevent_initial_call=True,
     )
     def _timeline_tab(tab, tid):  # type: ignore[no-untyped-def]
         if tab != "timeline" or not tid:
@@ -547,6 +554,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Output("inspector", "children"),
         Input("selected-step", "data"),
         State("traj-id", "data"),
+        prevent_initial_call=True,  # the page renders the inspector of its `step=N`
     )
     def _inspect(step, tid):  # type: ignore[no-untyped-def]
         if step is None or not tid:
@@ -554,9 +562,27 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))
 
 
+NODE_COLUMNS = ("id", "label", "kind", "node_kind", "first", "last", "count", "agent", "modality", "status")
+EDGE_COLUMNS = ("source", "target", "type", "count")
+
+
+def _columns(chunk: list[dict[str, Any]]) -> dict[str, dict[str, list[Any]]]:
+    nodes = [el for el in chunk if "source" not in el["data"]]
+    edges = [el["data"] for el in chunk if "source" in el["data"]]
+    n: dict[str, list[Any]] = {c: [el["data"][c] for el in nodes] for c in NODE_COLUMNS}
+    n["x"] = [round(el["position"]["x"], 1) for el in nodes]
+    n["y"] = [round(el["position"]["y"], 1) for el in nodes]
+    n["classes"] = [el["classes"] for el in nodes]
+    return {"n": n, "e": {c: [e[c] for e in edges] for c in EDGE_COLUMNS}}
+
+
 def chunk_payload(view: GraphView, chunked: bool = True) -> dict[str, Any]:
-    """What the browser needs to draw a view progressively (see assets/dag.js); `chunked=False` sends
-    one chunk (everything drawn at once, for comparison)."""
+    """What the browser needs to draw a view progressively (see assets/dag.js): the chunks in column
+    form (`n`: node columns with positions and classes, `e`: edge columns; ids of edges, colours and
+    the other derived fields are rebuilt in the browser), the running node counts and the colour maps.
+    `chunked=False` sends one chunk (everything drawn at once, for comparison)."""
+    from ..figures import MODALITY_COLORS, STATUS_COLORS
+
     chunks = view.chunks if chunked else [view.elements]
     counts, n = [], 0
     for ch in chunks:
@@ -569,10 +595,14 @@ def chunk_payload(view: GraphView, chunked: bool = True) -> dict[str, Any]:
     if view.collapsed_agents:
         tail += f" · {len(view.collapsed_agents)} folded sub-agents (click one to unfold)"
     return {
-        "chunks": chunks,
+        "chunks": [_columns(ch) for ch in chunks],
         "counts": counts,
         "n_visible": view.n_visible,
         "n_nodes": view.n_nodes,
         "tail": tail,
         "fit": view.n_visible <= 60,
+        "modality_colors": MODALITY_COLORS,
+        "status_colors": STATUS_COLORS,
+        "edge_colors": EDGE_COLORS,
+        "agent_fill": AGENT_FILL,
     }
