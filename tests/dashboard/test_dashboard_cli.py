@@ -52,3 +52,40 @@ def test_loopback_default_and_port_zero(tmp_path):
         assert srv.url == f"http://127.0.0.1:{srv.port}/"
     finally:
         srv._srv.server_close()
+
+
+def test_check_renders_every_panel_and_names_the_broken_one(tmp_path):
+    from dash_labs import long_run
+
+    from trajlab.dag import build_lab
+
+    lab = runs_lab(tmp_path / "lab", 12)
+    traj, rows = long_run("t_check_long", 240, n_subagents=1, seed=3)
+    traj["outcome"] = "failure"
+    with lab.write("fixture") as txn:
+        txn.append("trajectories", [traj])
+        txn.append("steps", rows)
+    build_lab(tmp_path / "lab", trajectory_ids=["t_check_long"], progress=False, workers=1)
+    args = ["dash", str(tmp_path / "lab"), "--check", "--annotations", str(tmp_path / "a")]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "ok    / panel 0 (runs): 13 runs" in res.output
+    assert "ok    /trajectory/t_check_long: step DAG of 240 steps" in res.output
+    assert "ERROR" not in res.output and "panels rendered" in res.output
+
+    # a page that parses but names a column the lab does not have: only rendering can tell
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "mine.yaml").write_text(
+        "id: mine\ntitle: Mine\npath: /mine\npanels:\n"
+        "  - kind: sql\n    sql: SELECT no_such_column FROM runs\n"
+        "  - kind: sql\n    display: bar\n    x: model\n    y: runs\n"
+        "    sql: SELECT model, count(*) AS n FROM runs GROUP BY model\n"
+    )
+    res = CliRunner().invoke(cli, [*args, "--dashboards", str(pages)])
+    assert res.exit_code == 1
+    assert "! ERROR /mine panel 0 (sql):" in res.output and "no_such_column" in res.output
+    assert (
+        "! ERROR /mine panel 1 (sql): columns ['runs'] are not in the query result (model, n)" in res.output
+    )
+    assert "Error: 2 of " in res.output and "Traceback" not in res.output

@@ -46,7 +46,10 @@ DASHBOARDS_ENV = "TRAJLAB_DASHBOARDS"
 @click.option("--show-secrets", is_flag=True, help="Do not redact secrets in displayed trajectory text.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in the default browser.")
 @click.option(
-    "--check", is_flag=True, help="Validate the lab and the page definitions, print the pages, and exit."
+    "--check",
+    is_flag=True,
+    help="Validate the lab and the page definitions, render every panel and the trajectory page of the "
+    "longest failed run on the server, print the results and exit (status 1 if a panel fails).",
 )
 def dash_cmd(
     lab: str,
@@ -93,6 +96,15 @@ def dash_cmd(
     click.echo(f"lab {ctx.source.lab.root}: {n:,} trajectories (runs index built in {snap.built_s:.2f}s)")
     click.echo("pages: " + ", ".join(f"{p.title} ({p.path})" for p in ctx.spec.pages))
     if check:
+        from ..dashboard import check_pages
+
+        results = check_pages(ctx)
+        for r in results:
+            click.echo(("  " if r.ok else "! ") + r.line())
+        bad = [r for r in results if not r.ok]
+        if bad:
+            raise click.ClickException(f"{len(bad)} of {len(results)} panels failed to render")
+        click.echo(f"all {len(results)} panels rendered")
         return
     if not is_loopback(host):
         click.echo(

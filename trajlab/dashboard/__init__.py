@@ -9,6 +9,7 @@ is drawn with Cytoscape from `build_view` (layered, folded, chunked). Reviews go
 """
 
 from ._app import SECURITY_HEADERS, DashContext, create_app
+from ._check import PanelCheck, check_pages
 from ._graph import EDGE_COLORS, GraphView, Highlights, build_view, fold, stylesheet
 from ._review import (
     ReviewResult,
@@ -76,6 +77,7 @@ __all__ = [
     "LabSource",
     "MarkdownPanel",
     "PageSpec",
+    "PanelCheck",
     "QueuePanel",
     "ReviewResult",
     "RunsPage",
@@ -86,6 +88,7 @@ __all__ = [
     "TrajectoryLabels",
     "agreement_rows",
     "build_view",
+    "check_pages",
     "check_sql",
     "clean_block",
     "clean_line",
