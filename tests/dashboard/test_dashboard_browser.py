@@ -190,6 +190,10 @@ def test_walk_runs_filter_trajectory_node_review(page, ex):
     assert page.page.evaluate("() => window.cy.nodes('.evidence').map(n => n.data('step'))") == [3]
     page.shot("03-trajectory")
 
+    # a step link in the labels panel opens that step in the inspector
+    page.page.locator("#labels-body button.link-button", has_text=f"step {n_steps - 1}").first.click()
+    page.wait_text("#inspector-title", f"Step {n_steps - 1}")
+
     page.click_node("n3")
     page.wait_text("#inspector-title", "Step 3")
     step3 = _counts(

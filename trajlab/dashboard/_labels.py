@@ -5,6 +5,7 @@ Saving goes through `submit_review` (trajlab.review); the form never writes anyw
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from ._page_trajectory import TrajectoryData
 
 
+_LINK_IDS = itertools.count()
+
+
 def category_options(ctx: DashContext) -> list[dict[str, str]]:
     tax = ctx.source.taxonomy
     names = {c.id: c.name for c in getattr(tax, "categories", [])}
@@ -35,8 +39,12 @@ def category_options(ctx: DashContext) -> list[dict[str, str]]:
 def _step_button(step: int | None, label: str | None = None) -> Any:
     if step is None:
         return html.Span("none", className="muted")
+    # The same step is often linked several times in one panel (decisive step, evidence, candidates):
+    # `n` keeps the ids unique, as Dash requires (duplicate ids silently disable the callback).
     return html.Button(
-        label or f"step {step}", id={"type": "goto-step", "step": int(step)}, className="link-button"
+        label or f"step {step}",
+        id={"type": "goto-step", "step": int(step), "n": next(_LINK_IDS)},
+        className="link-button",
     )
 
 
@@ -340,12 +348,17 @@ def register_labels(app: Any, ctx: DashContext) -> None:
             raise PreventUpdate
         return step
 
-    @app.callback(
+    # A step link (decisive step, evidence, candidates, human labels) opens that step in the inspector.
+    # Clientside: Dash also calls pattern-matching callbacks when their components appear, and a
+    # server round trip for each labels panel drawn would only answer "nothing to do".
+    app.clientside_callback(
+        """function (clicks) {
+            const dc = window.dash_clientside;
+            const t = (dc.callback_context.triggered || [])[0];
+            if (!t || !t.value || !(clicks || []).some(Boolean)) { return dc.no_update; }
+            return JSON.parse(t.prop_id.slice(0, t.prop_id.lastIndexOf('.'))).step;
+        }""",
         Output("selected-step", "data", allow_duplicate=True),
-        Input({"type": "goto-step", "step": ALL}, "n_clicks"),
+        Input({"type": "goto-step", "step": ALL, "n": ALL}, "n_clicks"),
         prevent_initial_call=True,
     )
-    def _goto(clicks):  # type: ignore[no-untyped-def]
-        if not any(clicks or []) or not isinstance(dash_ctx.triggered_id, dict):
-            raise PreventUpdate
-        return dash_ctx.triggered_id["step"]
