@@ -53,8 +53,12 @@ def test_ground_truth_is_consistent(example_set) -> None:
         text = src.read_text()
         if r["outcome"] == "failure":
             assert r["category"] in {
-                "audio_perception", "video_perception", "insufficient_exploration",
-                "knowledge_retrieval", "reasoning_calculation", "tool_infrastructure",
+                "audio_perception",
+                "video_perception",
+                "insufficient_exploration",
+                "knowledge_retrieval",
+                "reasoning_calculation",
+                "tool_infrastructure",
             }
             assert r["decisive"], r
             if "call_id" in r["decisive"]:
@@ -78,8 +82,12 @@ def test_ingests_with_meta_and_maps_decisive_steps(example_set, tmp_path: Path) 
     assert rep.records_quarantined == 0
     lab = Lab.open(tmp_path / "lab")
     gt = {r["source"]: r for r in load_ground_truth(out)}
-    rows = query(lab, "SELECT source_path, outcome, task_id, benchmark, split, expected_answer FROM trajectories").to_pylist()
-    ingested_runners = {r["runner"] for r in gt.values() if any(x["source_path"].endswith(r["source"]) for x in rows)}
+    rows = query(
+        lab, "SELECT source_path, outcome, task_id, benchmark, split, expected_answer FROM trajectories"
+    ).to_pylist()
+    ingested_runners = {
+        r["runner"] for r in gt.values() if any(x["source_path"].endswith(r["source"]) for x in rows)
+    }
     assert {"codex", "claude_code"} <= ingested_runners
     for row in rows:
         rel = row["source_path"].split("/runs/", 1)[1]
@@ -90,7 +98,9 @@ def test_ingests_with_meta_and_maps_decisive_steps(example_set, tmp_path: Path) 
         assert row["expected_answer"] == truth["expected_answer"]
     calls = query(lab, "SELECT call_id FROM steps WHERE call_id IS NOT NULL").column("call_id").to_pylist()
     wanted = [
-        r["decisive"]["call_id"] for r in gt.values() if r["decisive"] and "call_id" in r["decisive"] and r["runner"] != "atif"
+        r["decisive"]["call_id"]
+        for r in gt.values()
+        if r["decisive"] and "call_id" in r["decisive"] and r["runner"] != "atif"
     ]
     assert wanted and set(wanted) <= set(calls)
     specials = json.dumps([r["special"] for r in gt.values()])

@@ -9,9 +9,17 @@ from ..pipeline import run_demo
 
 
 @click.command("demo")
-@click.option("--out", "-o", default="demo-out", show_default=True, type=click.Path(path_type=str),
-              help="Folder for the example runs, the lab and every output.")
-@click.option("--tasks", "n_tasks", default=40, show_default=True, help="Number of example tasks (4 runs each).")
+@click.option(
+    "--out",
+    "-o",
+    default="demo-out",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Folder for the example runs, the lab and every output.",
+)
+@click.option(
+    "--tasks", "n_tasks", default=40, show_default=True, help="Number of example tasks (4 runs each)."
+)
 @click.option("--seed", default=7, show_default=True)
 @click.option("--workers", "-j", type=int, default=None)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
@@ -25,11 +33,15 @@ def demo_cmd(out: str, n_tasks: int, seed: int, workers: int | None, quiet: bool
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--tasks", "n_tasks", default=40, show_default=True, help="Number of tasks.")
 @click.option("--seed", default=7, show_default=True)
-@click.option("--runs-per-task", default=3, show_default=True, help="Runs per task without skills (plus one with).")
+@click.option(
+    "--runs-per-task", default=3, show_default=True, help="Runs per task without skills (plus one with)."
+)
 def examples_cmd(out: str, n_tasks: int, seed: int, runs_per_task: int) -> None:
     """Generate the example run set (Codex, Claude Code and ATIF runs with planted failure causes) in OUT."""
     try:
         r = generate_examples(out, n_tasks=n_tasks, seed=seed, runs_per_task=runs_per_task)
     except FileExistsError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f"{r.runs} runs ({r.successes} successes, {r.failures} failures) in {r.runs_dir}; ground truth in {r.out}/ground_truth.jsonl")
+    click.echo(
+        f"{r.runs} runs ({r.successes} successes, {r.failures} failures) in {r.runs_dir}; ground truth in {r.out}/ground_truth.jsonl"
+    )

@@ -145,7 +145,9 @@ class _Builder:
                 '"sample_rate":"44100","channels":2}'
             )
         fmt = {"filename": media, "duration": f"{duration}.000000", "bit_rate": "1411200"}
-        out = '{"streams":[' + ",".join(streams) + '],"format":' + json.dumps(fmt, separators=(",", ":")) + "}"
+        out = (
+            '{"streams":[' + ",".join(streams) + '],"format":' + json.dumps(fmt, separators=(",", ":")) + "}"
+        )
         self.patterns.append("probe_before_extract")
         return self.call(f"ffprobe -v error -print_format json -show_format -show_streams {media}", out)
 

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 DOMAINS = ("video", "audio", "image", "mixed")
 BENCHMARK = "omni-synth"
 
-_SUBJECTS_VIDEO = ["soccer_highlights", "dashcam_drive", "cooking_demo", "lab_experiment", "city_timelapse", "lecture_clip"]
+_SUBJECTS_VIDEO = [
+    "soccer_highlights",
+    "dashcam_drive",
+    "cooking_demo",
+    "lab_experiment",
+    "city_timelapse",
+    "lecture_clip",
+]
 _SUBJECTS_AUDIO = ["podcast_ep", "earnings_call", "city_council", "radio_drama", "interview", "museum_tour"]
 _SUBJECTS_IMAGE = ["receipt", "whiteboard", "street_sign", "invoice", "chart", "menu_board"]
 _WORDS = ["orbit", "maple", "harbor", "violet", "quartz", "ember", "lumen", "cedar", "nova", "delta"]
@@ -107,7 +114,13 @@ def make_tasks(n: int, seed: int) -> list[Task]:
                 f"What is the product of the two numbers?"
             )
             answer = str(slide * spoken)
-            facts = {"duration": duration, "slide": slide, "spoken": spoken, "event_t": rng.randint(10, duration - 10), "fps": 25}
+            facts = {
+                "duration": duration,
+                "slide": slide,
+                "spoken": spoken,
+                "event_t": rng.randint(10, duration - 10),
+                "fps": 25,
+            }
             wrong = {
                 "perception": str(slide * (spoken + 10)),
                 "sampling": str(slide * slide),

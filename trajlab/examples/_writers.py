@@ -27,7 +27,9 @@ SYSTEM_PROMPT = (
     "You cannot watch or listen to media directly: use tools to extract frames, transcripts and metadata, "
     "then answer the user's question concisely."
 )
-_TINY_PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")).decode()
+_TINY_PNG = base64.b64encode(
+    bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")
+).decode()
 
 
 @dataclass
@@ -138,53 +140,147 @@ def write_codex(spec: RunSpec, out_dir: Path) -> Written:
     )
     add(
         "turn_context",
-        {"cwd": cwd, "approval_policy": "never", "sandbox_policy": {"type": "workspace-write", "network_access": True},
-         "model": spec.model, "effort": spec.effort, "summary": "auto"},
+        {
+            "cwd": cwd,
+            "approval_policy": "never",
+            "sandbox_policy": {"type": "workspace-write", "network_access": True},
+            "model": spec.model,
+            "effort": spec.effort,
+            "summary": "auto",
+        },
     )
     add("event_msg", {"type": "task_started", "turn_id": turn_id, "model_context_window": 272000})
-    add("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": spec.task.question}]})
-    add("event_msg", {"type": "user_message", "message": spec.task.question, "images": [], "local_images": []})
+    add(
+        "response_item",
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": spec.task.question}]},
+    )
+    add(
+        "event_msg", {"type": "user_message", "message": spec.task.question, "images": [], "local_images": []}
+    )
     final_text = ""
     for thinking, act in _responses(spec.plan.acts):
         usage = tok.turn(thinking, act)
         for th in thinking:
-            add("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": th.text}], "content": None,
-                                  "encrypted_content": "gAAAAB" + base64.b64encode(spec.rng.randbytes(48)).decode()}, seconds=spec.rng.uniform(1, 4))
+            add(
+                "response_item",
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": th.text}],
+                    "content": None,
+                    "encrypted_content": "gAAAAB" + base64.b64encode(spec.rng.randbytes(48)).decode(),
+                },
+                seconds=spec.rng.uniform(1, 4),
+            )
         if act.kind == "call" and act.tool == "web_search":
             cid = f"ws_{act.call_id.lower()}"
             call_ids[act.call_id] = cid
             add("event_msg", {"type": "web_search_end", "call_id": cid, "query": act.command})
-            add("response_item", {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": act.command}})
-            add("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": f"Search results: {act.output}"}],
-                                  "content": None, "encrypted_content": None})
+            add(
+                "response_item",
+                {
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {"type": "search", "query": act.command},
+                },
+            )
+            add(
+                "response_item",
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": f"Search results: {act.output}"}],
+                    "content": None,
+                    "encrypted_content": None,
+                },
+            )
         elif act.kind == "call":
             cid = f"call_{act.call_id}"
             call_ids[act.call_id] = cid
             if act.tool == "view_image":
-                add("response_item", {"type": "function_call", "name": "view_image", "arguments": json.dumps({"path": f"{cwd}/{act.command}"}), "call_id": cid})
-                add("response_item", {"type": "function_call_output", "call_id": cid, "output": "attached image"}, seconds=0.3)
-                add("response_item", {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64," + _TINY_PNG}]})
+                add(
+                    "response_item",
+                    {
+                        "type": "function_call",
+                        "name": "view_image",
+                        "arguments": json.dumps({"path": f"{cwd}/{act.command}"}),
+                        "call_id": cid,
+                    },
+                )
+                add(
+                    "response_item",
+                    {"type": "function_call_output", "call_id": cid, "output": "attached image"},
+                    seconds=0.3,
+                )
+                add(
+                    "response_item",
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [
+                            {"type": "input_image", "image_url": "data:image/png;base64," + _TINY_PNG}
+                        ],
+                    },
+                )
             else:
-                add("response_item", {"type": "function_call", "name": "exec_command",
-                                      "arguments": json.dumps({"cmd": act.command, "workdir": cwd, "yield_time_ms": 10000}), "call_id": cid})
+                add(
+                    "response_item",
+                    {
+                        "type": "function_call",
+                        "name": "exec_command",
+                        "arguments": json.dumps({"cmd": act.command, "workdir": cwd, "yield_time_ms": 10000}),
+                        "call_id": cid,
+                    },
+                )
                 code = act.exit_code
                 secs = act.duration
-                add("event_msg", {"type": "exec_command_end", "call_id": cid, "command": ["/bin/bash", "-lc", act.command], "cwd": cwd,
-                                  "exit_code": code, "stdout": act.output if code == 0 else "", "stderr": act.output if code else "",
-                                  "aggregated_output": act.output, "duration": {"secs": int(secs), "nanos": int((secs % 1) * 1e9)},
-                                  "status": "completed" if code == 0 else "failed"}, seconds=secs)
+                add(
+                    "event_msg",
+                    {
+                        "type": "exec_command_end",
+                        "call_id": cid,
+                        "command": ["/bin/bash", "-lc", act.command],
+                        "cwd": cwd,
+                        "exit_code": code,
+                        "stdout": act.output if code == 0 else "",
+                        "stderr": act.output if code else "",
+                        "aggregated_output": act.output,
+                        "duration": {"secs": int(secs), "nanos": int((secs % 1) * 1e9)},
+                        "status": "completed" if code == 0 else "failed",
+                    },
+                    seconds=secs,
+                )
                 header = f"Chunk ID: {spec.rng.randbytes(3).hex()}\nWall time: {secs:.4f} seconds\nProcess exited with code {code}\nOriginal token count: {len(act.output) // 4}\nOutput:\n"
-                add("response_item", {"type": "function_call_output", "call_id": cid, "output": header + act.output})
+                add(
+                    "response_item",
+                    {"type": "function_call_output", "call_id": cid, "output": header + act.output},
+                )
         elif act.kind in ("say", "final"):
             phase = "final_answer" if act.kind == "final" else "commentary"
-            add("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": act.text}], "phase": phase})
+            add(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": act.text}],
+                    "phase": phase,
+                },
+            )
             add("event_msg", {"type": "agent_message", "message": act.text})
             final_text = act.text if act.kind == "final" else final_text
         info = {
-            "total_token_usage": {"input_tokens": tok.total["input"], "cached_input_tokens": tok.total["cached"], "output_tokens": tok.total["output"],
-                                  "reasoning_output_tokens": tok.total["reasoning"], "total_tokens": tok.total["input"] + tok.total["output"]},
-            "last_token_usage": {"input_tokens": usage["input"], "cached_input_tokens": usage["cached"], "output_tokens": usage["output"],
-                                 "reasoning_output_tokens": usage["reasoning"], "total_tokens": usage["input"] + usage["output"]},
+            "total_token_usage": {
+                "input_tokens": tok.total["input"],
+                "cached_input_tokens": tok.total["cached"],
+                "output_tokens": tok.total["output"],
+                "reasoning_output_tokens": tok.total["reasoning"],
+                "total_tokens": tok.total["input"] + tok.total["output"],
+            },
+            "last_token_usage": {
+                "input_tokens": usage["input"],
+                "cached_input_tokens": usage["cached"],
+                "output_tokens": usage["output"],
+                "reasoning_output_tokens": usage["reasoning"],
+                "total_tokens": usage["input"] + usage["output"],
+            },
             "model_context_window": 272000,
         }
         add("event_msg", {"type": "token_count", "info": info, "rate_limits": None})
@@ -214,55 +310,139 @@ def write_claude(spec: RunSpec, out_dir: Path) -> Written:
 
     def base(typ: str, seconds: float = 0.05) -> dict[str, Any]:
         u = str(uuid.UUID(int=spec.rng.getrandbits(128), version=4))
-        d = {"parentUuid": parent[0], "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": sid,
-             "version": "2.1.39", "gitBranch": "main", "type": typ, "uuid": u, "timestamp": _iso(tick(seconds))}
+        d = {
+            "parentUuid": parent[0],
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": cwd,
+            "sessionId": sid,
+            "version": "2.1.39",
+            "gitBranch": "main",
+            "type": typ,
+            "uuid": u,
+            "timestamp": _iso(tick(seconds)),
+        }
         parent[0] = u
         return d
 
     lines.append({**base("user"), "message": {"role": "user", "content": spec.task.question}})
     for thinking, act in _responses(spec.plan.acts):
         usage = tok.turn(thinking, act)
-        mid = "msg_01" + "".join(spec.rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(22))
+        mid = "msg_01" + "".join(
+            spec.rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(22)
+        )
         req = "req_011C" + spec.rng.randbytes(9).hex()
-        usage_obj = {"input_tokens": max(usage["input"] - usage["cached"], 3), "cache_creation_input_tokens": 0,
-                     "cache_read_input_tokens": usage["cached"], "output_tokens": usage["output"], "service_tier": "standard"}
-        blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": th.text, "signature": "Eq" + spec.rng.randbytes(24).hex()} for th in thinking]
+        usage_obj = {
+            "input_tokens": max(usage["input"] - usage["cached"], 3),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": usage["cached"],
+            "output_tokens": usage["output"],
+            "service_tier": "standard",
+        }
+        blocks: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": th.text, "signature": "Eq" + spec.rng.randbytes(24).hex()}
+            for th in thinking
+        ]
         cid = None
         if act.kind == "call":
             cid = f"toolu_01{act.call_id}"
             call_ids[act.call_id] = cid
             if act.tool == "view_image":
-                blocks.append({"type": "tool_use", "id": cid, "name": "Read", "input": {"file_path": f"{cwd}/{act.command}"}})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": cid,
+                        "name": "Read",
+                        "input": {"file_path": f"{cwd}/{act.command}"},
+                    }
+                )
             elif act.tool == "web_search":
-                blocks.append({"type": "tool_use", "id": cid, "name": "WebSearch", "input": {"query": act.command}})
+                blocks.append(
+                    {"type": "tool_use", "id": cid, "name": "WebSearch", "input": {"query": act.command}}
+                )
             else:
-                blocks.append({"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": act.command, "description": act.command.split()[0]}})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": cid,
+                        "name": "Bash",
+                        "input": {"command": act.command, "description": act.command.split()[0]},
+                    }
+                )
         else:
             blocks.append({"type": "text", "text": act.text})
         for b in blocks:
-            msg = {"model": spec.model, "id": mid, "type": "message", "role": "assistant", "content": [b], "stop_reason": None,
-                   "stop_sequence": None, "usage": usage_obj}
+            msg = {
+                "model": spec.model,
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "content": [b],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage_obj,
+            }
             lines.append({**base("assistant", spec.rng.uniform(0.5, 3)), "message": msg, "requestId": req})
         if act.kind == "call":
             if act.tool == "bash" and act.duration > 5:
-                lines.append({**base("progress", 2.0), "data": {"type": "bash_progress", "output": act.output[:80], "elapsedTimeSeconds": 2},
-                              "toolUseID": cid, "parentToolUseID": cid})
+                lines.append(
+                    {
+                        **base("progress", 2.0),
+                        "data": {"type": "bash_progress", "output": act.output[:80], "elapsedTimeSeconds": 2},
+                        "toolUseID": cid,
+                        "parentToolUseID": cid,
+                    }
+                )
             is_err = bool(act.exit_code)
             if act.tool == "view_image":
-                content: Any = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _TINY_PNG}}]
-                tur: Any = {"type": "image", "file": {"filePath": f"{cwd}/{act.command}", "base64": _TINY_PNG, "type": "image/png"}}
+                content: Any = [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": _TINY_PNG},
+                    }
+                ]
+                tur: Any = {
+                    "type": "image",
+                    "file": {"filePath": f"{cwd}/{act.command}", "base64": _TINY_PNG, "type": "image/png"},
+                }
             elif act.tool == "web_search":
                 content = f'Web search results for query: "{act.command}"\n\n{act.output}'
-                tur = {"query": act.command, "results": [{"content": act.output}], "durationSeconds": act.duration}
+                tur = {
+                    "query": act.command,
+                    "results": [{"content": act.output}],
+                    "durationSeconds": act.duration,
+                }
             elif is_err:
                 content = f"Exit code {act.exit_code}\n{act.output}"
                 tur = f"Error: Exit code {act.exit_code}\n{act.output}"
             else:
                 content = act.output
                 tur = {"stdout": act.output, "stderr": "", "interrupted": False, "isImage": False}
-            lines.append({**base("user", act.duration), "message": {"role": "user", "content": [
-                {"tool_use_id": cid, "type": "tool_result", "content": content, "is_error": is_err}]}, "toolUseResult": tur})
-    lines.append({**base("system"), "subtype": "turn_duration", "durationMs": int((tick(0) - spec.started).total_seconds() * 1000), "isMeta": False})
+            lines.append(
+                {
+                    **base("user", act.duration),
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "tool_use_id": cid,
+                                "type": "tool_result",
+                                "content": content,
+                                "is_error": is_err,
+                            }
+                        ],
+                    },
+                    "toolUseResult": tur,
+                }
+            )
+    lines.append(
+        {
+            **base("system"),
+            "subtype": "turn_duration",
+            "durationMs": int((tick(0) - spec.started).total_seconds() * 1000),
+            "isMeta": False,
+        }
+    )
     path = out_dir / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -297,8 +477,14 @@ def write_atif(spec: RunSpec, out_dir: Path, reward: float) -> Written:
             "model_name": spec.model,
             "reasoning_effort": spec.effort,
             "message": act.text if act.kind in ("say", "final") else "",
-            "metrics": {"prompt_tokens": usage["input"], "completion_tokens": usage["output"], "cached_tokens": usage["cached"],
-                        "cost_usd": round((usage["input"] - usage["cached"]) * price_in + usage["output"] * price_out, 6)},
+            "metrics": {
+                "prompt_tokens": usage["input"],
+                "completion_tokens": usage["output"],
+                "cached_tokens": usage["cached"],
+                "cost_usd": round(
+                    (usage["input"] - usage["cached"]) * price_in + usage["output"] * price_out, 6
+                ),
+            },
         }
         if thinking:
             step["reasoning_content"] = "\n".join(t.text for t in thinking)
@@ -326,8 +512,14 @@ def write_atif(spec: RunSpec, out_dir: Path, reward: float) -> Written:
     traj = {
         "schema_version": "ATIF-v1.5",
         "session_id": sid,
-        "agent": {"name": "omni-agent", "version": "0.3.1", "model_name": spec.model,
-                  "tool_definitions": [{"type": "function", "function": {"name": n}} for n in ("bash", "view_image", "web_search")]},
+        "agent": {
+            "name": "omni-agent",
+            "version": "0.3.1",
+            "model_name": spec.model,
+            "tool_definitions": [
+                {"type": "function", "function": {"name": n}} for n in ("bash", "view_image", "web_search")
+            ],
+        },
         "steps": steps,
         "final_metrics": final_metrics,
     }
@@ -335,8 +527,16 @@ def write_atif(spec: RunSpec, out_dir: Path, reward: float) -> Written:
     result = {
         "task_name": spec.task.task_id,
         "trial_name": trial,
-        "agent_info": {"name": "omni-agent", "version": "0.3.1", "model_info": {"name": spec.model, "provider": "local"}},
-        "agent_result": {"n_input_tokens": tok.total["input"], "n_output_tokens": tok.total["output"], "cost_usd": final_metrics["total_cost_usd"]},
+        "agent_info": {
+            "name": "omni-agent",
+            "version": "0.3.1",
+            "model_info": {"name": spec.model, "provider": "local"},
+        },
+        "agent_result": {
+            "n_input_tokens": tok.total["input"],
+            "n_output_tokens": tok.total["output"],
+            "cost_usd": final_metrics["total_cost_usd"],
+        },
         "verifier_result": {"rewards": {"reward": reward}},
         "exception_info": None,
         "started_at": _iso(spec.started),
