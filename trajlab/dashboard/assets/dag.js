@@ -78,6 +78,7 @@
         }
         const token = (window.__trajlabDagToken = (window.__trajlabDagToken || 0) + 1);
         window.__trajlabDagStart = performance.now();
+        performance.mark('trajlab-dag-data');
         window.__trajlabDagDone = null;
         const chunks = data.chunks;
         const fmt = (k) => k.toLocaleString('en-US');
@@ -97,6 +98,7 @@
           if (token !== window.__trajlabDagToken || cy.destroyed()) { return; }  // superseded
           if (i >= chunks.length) {
             window.__trajlabDagDone = token;
+            performance.mark('trajlab-dag-added');
             return;
           }
           cy.add(expand(chunks[i], data));
@@ -113,7 +115,13 @@
           });
           view(cy);
           window.__trajlabDagFirst = performance.now();
-          if (chunks.length > 1) { later(() => next(cy, 1)); } else { window.__trajlabDagDone = token; }
+          performance.mark('trajlab-dag-first');
+          if (chunks.length > 1) {
+            later(() => next(cy, 1));
+          } else {
+            window.__trajlabDagDone = token;
+            performance.mark('trajlab-dag-added');
+          }
           return true;
         };
         if (first()) {
