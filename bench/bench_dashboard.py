@@ -23,9 +23,13 @@ measured in the page from navigation start):
 - runs page      : until the first page of rows and the summary ("100,000 runs") are on screen; then the
                    latency of choosing `outcome = failure` in its dropdown until the counts change.
 - DAG            : /trajectory/<2,000-step run>?fold=0&agents=none until every one of the 2,000 nodes is
-                   in Cytoscape and a frame was painted (goal: under 2 s); first nodes on screen; the same
-                   drawn in one go (`chunked=0`) as the baseline; and the default folded view. Also the
-                   page's main-thread CPU time (Chrome's ThreadTime in thread ticks), which a busy machine
+                   in Cytoscape and a frame was painted (goal: under 2 s); first nodes in Cytoscape; the
+                   same drawn in one go (`chunked=0`) as the baseline; and the default folded view. Each
+                   is reported from navigation start and from data arrival (the moment assets/dag.js gets
+                   the DAG), with the load's timeline (scripts loaded, DOMContentLoaded, /_dash-layout,
+                   the page callback's response, data in the page), the number of callback round trips
+                   before the data and the JavaScript bytes transferred vs decoded. Also the page's
+                   main-thread CPU time (Chrome's ThreadTime in thread ticks), which a busy machine
                    inflates much less than wall time.
 """
 

@@ -321,8 +321,12 @@ def _timeline(ctx: DashContext, d: TrajectoryData) -> html.Div:
                 page_size=TIMELINE_PAGE,
                 page_action="native",
                 filter_action="native",
+                # no placeholder: "filter data..." is cut to "fil" in narrow columns; the hint says it
+                filter_options={"case": "insensitive", "placeholder_text": ""},
                 sort_action="native",
                 style_data={"cursor": "pointer"},
+                # a narrower "what" keeps status, exit code, duration and tokens in view
+                style_cell_conditional=[{"if": {"column_id": "what"}, "maxWidth": "260px"}],
                 style_data_conditional=[
                     {"if": {"filter_query": '{status} = "error"'}, "backgroundColor": "#FBE9E0"},
                     {"if": {"filter_query": '{status} = "timeout"'}, "backgroundColor": "#F6E6F0"},
