@@ -184,6 +184,22 @@ def run_demo(
         tables = export_tables(lab, out / "tables", results=report.results)
         return f"{report.format()}\n{len(tables)} table files in {out / 'tables'}", {}
 
+    def dashboard() -> tuple[str, dict[str, Any]]:
+        from .dashboard import check_pages, create_app
+
+        app = create_app(lab_path, annotations=out / "annotations", dataset="examples")
+        checks = check_pages(app.trajlab, trajectories=3)  # type: ignore[attr-defined]
+        bad = [c for c in checks if not c.ok]
+        lines = [
+            f"rendered every dashboard page on the server: {len(checks) - len(bad)} of {len(checks)} "
+            "panels and trajectory pages ok"
+        ]
+        lines += ["  " + c.line() for c in bad]
+        lines.append(
+            f"browse it: trajlab dash {lab_path} --annotations {out / 'annotations'} --dataset examples"
+        )
+        return "\n".join(lines), {"panels": len(checks), "failed": len(bad)}
+
     _stage(result, "generate example runs", gen, echo)
     _stage(result, "ingest", ing, echo)
     _stage(result, "overview (SQL)", overview, echo)
@@ -193,5 +209,5 @@ def run_demo(
     _stage(result, "tool-usage analytics (DuckDB SQL)", analyses, echo)
     _stage(result, "skill distillation", distill, echo)
     _stage(result, "paper figures and tables", figures, echo)
-    echo(f"browse it: trajlab dash {lab_path}")
+    _stage(result, "dashboard (every page rendered on the server)", dashboard, echo)
     return result

@@ -116,3 +116,22 @@ def test_binary_assets_survive_versions(tmp_path: Path) -> None:
     assert (v.path / "assets" / "logo.png").read_bytes().startswith(b"\x89PNG")
     assert (tmp_path / "cal" / "assets" / "logo.png").exists()
     assert load_skill(tmp_path / "cal").metadata["content-hash"] == content_hash(tmp_path / "cal")
+
+
+def test_a_new_lab_generation_alone_makes_no_new_version(tmp_path: Path) -> None:
+    """Rerunning a stage rewrites the lab (new generation) without changing what distillation mines:
+    the skill keeps its version; a real change of provenance still makes one."""
+    import json
+
+    store = SkillStore(tmp_path)
+    sk = empty_skill("gen")
+    prov = {"skill": "gen", "lab_generation": 6, "rules": [{"key": "a"}]}
+    sk.references["references/provenance.json"] = json.dumps(prov)
+    assert store.commit(sk, "first").version == 1
+    again = sk.copy()
+    again.references["references/provenance.json"] = json.dumps({**prov, "lab_generation": 10})
+    v = store.commit(again, "rerun")
+    assert (v.version, v.created) == (1, False)
+    changed = sk.copy()
+    changed.references["references/provenance.json"] = json.dumps({**prov, "rules": [{"key": "b"}]})
+    assert store.commit(changed, "new rules").version == 2

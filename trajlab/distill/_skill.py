@@ -269,8 +269,27 @@ def content_hash_text(skill_md: str, references: dict[str, str]) -> str:
     h.update(json.dumps(fm, sort_keys=True, ensure_ascii=False, default=str).encode())
     h.update(b"\0" + body.encode())
     for rel in sorted(references):
-        h.update(b"\0" + rel.encode() + b"\0" + references[rel].encode())
+        h.update(b"\0" + rel.encode() + b"\0" + _stable_reference(rel, references[rel]).encode())
     return "sha256:" + h.hexdigest()[:32]
+
+
+HASH_EXCLUDED_PROVENANCE = ("lab_generation",)
+"""Provenance keys that change when the lab is rewritten with the same content (a rerun of the judge
+bumps the generation): they are recorded but do not make a new version."""
+
+
+def _stable_reference(rel: str, text: str) -> str:
+    if not rel.endswith("provenance.json"):
+        return text
+    try:
+        prov = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(prov, dict) or not any(k in prov for k in HASH_EXCLUDED_PROVENANCE):
+        return text
+    for k in HASH_EXCLUDED_PROVENANCE:
+        prov.pop(k, None)
+    return json.dumps(prov, sort_keys=True, ensure_ascii=False)
 
 
 def content_hash_of(skill: Skill) -> str:
