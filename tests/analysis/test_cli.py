@@ -36,6 +36,19 @@ def test_gaps_command_table_and_files(tmp_path):
     assert len(r.output.splitlines()) == 2  # header + probe
 
 
+def test_gaps_command_counts_source(tmp_path):
+    lab = simulated_lab(tmp_path / "sim", 1, 80, 0.7, 0.2, seed=1)
+    outs = {}
+    for counts in ("steps", "tool_usage", "auto"):
+        r = _run("gaps", str(lab.root), "--n-boot", "0", "-q", "--counts", counts, "--format", "csv")
+        assert r.exit_code == 0, r.output
+        outs[counts] = r.output
+    assert outs["steps"] == outs["tool_usage"] == outs["auto"]  # the same numbers from either source
+    assert (lab.root / "_cache").is_dir()  # --counts tool_usage built the materialized counts
+    r = CliRunner().invoke(cli, ["gaps", str(lab.root), "--counts", "nope"])
+    assert r.exit_code == 2 and "'nope' is not one of" in r.output
+
+
 def test_gaps_command_reports_what_is_missing(builder):
     builder.traj("a").traj("b")
     builder.call("a", "ls")

@@ -120,12 +120,20 @@ def _short_gaps(res: AnalysisResult):
     show_default=True,
     help="What counts as one tool: the tool, tool:modality (python:video), or each program of a command.",
 )
+@click.option(
+    "--counts",
+    type=click.Choice(list(analysis.COUNT_SOURCES)),
+    default="auto",
+    show_default=True,
+    help="Where the calls per (trajectory, tool) come from: the materialized tool_usage counts "
+    "(built when missing), the steps table, or auto (tool_usage on labs with >= 1M calls).",
+)
 @click.option("--significant", is_flag=True, help="Show only significant gaps.")
 @click.option("--all-columns", is_flag=True, help="Show every column in the terminal table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_output_options
 def gaps_cmd(
-    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm, key,
+    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm, key, counts,
     significant, all_columns, quiet, fmt, out, max_rows,
 ) -> None:  # fmt: skip
     """Tools over-represented in successful vs failed trajectories of LAB, with intervals and tests.
@@ -146,6 +154,7 @@ def gaps_cmd(
         test=test,
         n_perm=n_perm,
         key=key,
+        counts=counts,
         progress=not quiet,
     )
     t = res.table
