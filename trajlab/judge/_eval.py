@@ -212,7 +212,7 @@ def evaluate_who_and_when(
     ).to_pylist()
     if not t:
         raise ConfigError(
-            f"no Who&When trajectories in {lab.root} (ingest ../shared/corpus/who_and_when first)"
+            f"no Who&When trajectories in {lab.root} (ingest the Who&When dataset first: `trajlab ingest WHO_AND_WHEN_DIR --out LAB`)"
         )
     jkind = _pick_judge(lab, judge)
     labels = _latest_labels(lab, jkind, model, taxonomy_id)
