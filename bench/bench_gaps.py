@@ -10,13 +10,13 @@ process: on a shared machine wall time depends on the load, CPU time much less).
 fresh process after evicting the files read from the OS page cache (posix_fadvise(DONTNEED)); warm runs
 repeat in one process. What is timed:
 
-- duckdb steps      `run_sql(lab, "gaps")`: gaps.sql, which counts the calls per (trajectory, tool) from
+- duckdb steps      `run_sql(lab, "gaps", counts="steps")`: gaps.sql counting the calls per (trajectory, tool) from
                     the steps table and then computes per tool the call shares and usage rates in
                     successful vs failed trajectories, the gaps and the support flag
 - duckdb previous   the formulation gaps.sql had before this benchmark's fixes (kept here verbatim)
 - build tool_usage  `refresh_tool_usage(lab, force=True)`: materializes the calls per (trajectory, tool)
                     (plus errors and first step) into LAB/_cache, once per version of the steps
-- duckdb tool_usage `run_sql(lab, "gaps_usage")`: the same table from the materialized counts
+- duckdb tool_usage `run_sql(lab, "gaps", counts="tool_usage")`: the same file over the materialized counts
 - pandas steps      the same table computed in pandas from the same raw Parquet steps (read the columns
                     as categoricals + groupby on categoricals with observed=True); "compute only" starts
                     from frames already in memory
@@ -361,9 +361,9 @@ def one_run(lab_path: str, engine: str) -> tuple[float, float]:
 
     lab = Lab.open(lab_path)
     if engine == "duckdb_steps":
-        fn: Callable[[], Any] = lambda: run_sql(lab, "gaps")  # noqa: E731
+        fn: Callable[[], Any] = lambda: run_sql(lab, "gaps", counts="steps")  # noqa: E731
     elif engine == "duckdb_usage":
-        fn = lambda: run_sql(lab, "gaps_usage", counts="tool_usage")  # noqa: E731
+        fn = lambda: run_sql(lab, "gaps", counts="tool_usage")  # noqa: E731
     else:
         fn = lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab))  # noqa: E731
     return _timed(fn, 1)[0]
@@ -472,11 +472,11 @@ def investigate(lab, repeat: int) -> None:
             f"tool {tool.compression} {tool.total_compressed_size:,} B, {md.num_columns} columns"
         )
     gaps_sql = expand(get_analysis("gaps").text)
-    usage_sql = expand(get_analysis("gaps_usage").text, counts="tool_usage")
+    usage_sql = expand(get_analysis("gaps").text, counts="tool_usage")
     con = _plain_connection(lab)
     print("\n== operators of gaps.sql over steps (EXPLAIN ANALYZE; thread-seconds) ==")
     _operators(con, gaps_sql, GAPS_PARAMS)
-    print("== operators of gaps_usage.sql over tool_usage ==")
+    print("== operators of gaps.sql over tool_usage ==")
     _operators(con, usage_sql, GAPS_PARAMS)
     calls = "FROM steps WHERE kind = 'tool_call'"
     n_cols = len(pq.ParquetFile(lab.files("steps")[0]).schema_arrow)
@@ -497,7 +497,7 @@ def investigate(lab, repeat: int) -> None:
             "tool_usage JOIN trajectories, GROUP BY tool": "SELECT tool, sum(n_calls), count(*) FROM tool_usage "
             "JOIN trajectories USING (trajectory_id) WHERE key = 'tool' GROUP BY ALL",
             "gaps.sql (steps)": gaps_sql.replace("$min_support", "10").replace("$min_trajectories", "5"),
-            "gaps_usage.sql (tool_usage)": usage_sql.replace("$min_support", "10").replace(
+            "gaps.sql (tool_usage)": usage_sql.replace("$min_support", "10").replace(
                 "$min_trajectories", "5"
             ),
         },
@@ -590,13 +590,13 @@ def main() -> None:
     print(f"tool_usage: {usage.rows:,} rows (trajectory, tool), {usage.path.stat().st_size / 1e6:.1f} MB")
 
     # correctness first: every engine gives the same table
-    want = run_sql(lab, "gaps", as_="pandas")
+    want = run_sql(lab, "gaps", counts="steps", as_="pandas")
     frames = (read_steps_pandas(lab), read_traj_pandas(lab))
     usage_frame = read_usage_pandas(usage.path)
     _check_same(
         "previous formulation", run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS, as_="pandas"), want
     )
-    _check_same("gaps_usage.sql", run_sql(lab, "gaps_usage", counts="tool_usage", as_="pandas"), want)
+    _check_same("gaps.sql over tool_usage", run_sql(lab, "gaps", counts="tool_usage", as_="pandas"), want)
     _check_same("pandas from steps", pandas_gaps(*frames), want)
     _check_same("pandas from tool_usage", pandas_gaps_from_counts(usage_frame, frames[1]), want)
     print(f"all five gap tables agree ({len(want)} tools)")
@@ -605,11 +605,11 @@ def main() -> None:
     figures["duckdb_steps_cold"] = _cold(lab, "duckdb_steps", r, files)
     figures["duckdb_usage_cold"] = _cold(lab, "duckdb_usage", r, files)
     figures["pandas_steps_cold"] = _cold(lab, "pandas_steps", r, files)
-    run_sql(lab, "gaps"), run_sql(lab, "gaps_usage")  # warm-up
+    run_sql(lab, "gaps", counts="steps"), run_sql(lab, "gaps", counts="tool_usage")  # warm-up
     warm: dict[str, Callable[[], Any]] = {
-        "duckdb_steps_warm": lambda: run_sql(lab, "gaps"),
+        "duckdb_steps_warm": lambda: run_sql(lab, "gaps", counts="steps"),
         "duckdb_previous_warm": lambda: run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS),
-        "duckdb_usage_warm": lambda: run_sql(lab, "gaps_usage", counts="tool_usage"),
+        "duckdb_usage_warm": lambda: run_sql(lab, "gaps", counts="tool_usage"),
         "pandas_steps_warm": lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab)),
         "pandas_steps_compute_only": lambda: pandas_gaps(*frames),
         "pandas_usage_warm": lambda: pandas_gaps_from_counts(
@@ -677,7 +677,7 @@ def main() -> None:
     print(f"\nload average before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs")
     goals = (
         ("query on raw steps (gaps.sql)", "duckdb_steps_warm", "pandas_steps_warm"),
-        ("first query on new steps (build tool_usage + gaps_usage.sql)", "build_plus_usage_warm", "pandas_steps_warm"),
+        ("first query on new steps (build tool_usage + gaps.sql over it)", "build_plus_usage_warm", "pandas_steps_warm"),
         ("repeat query on precomputed tool_usage vs pandas over raw steps", "duckdb_usage_warm", "pandas_steps_warm"),
         ("repeat query on precomputed tool_usage vs pandas over tool_usage", "duckdb_usage_warm", "pandas_usage_warm"),
     )  # fmt: skip

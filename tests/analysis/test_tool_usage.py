@@ -127,7 +127,7 @@ def test_stale_counts_are_not_used_and_are_pruned(builder, monkeypatch):
             ],
         )
     assert not tool_usage_current(lab)
-    res = run_analysis(lab, "gaps_usage", params={"min_support": 0, "min_trajectories": 0})
+    res = run_analysis(lab, "gaps", params={"min_support": 0, "min_trajectories": 0})
     assert res.params["counts"] == "steps" and "FROM steps" in res.sql
     assert "whisper" in res.table.column("tool").to_pylist()
     assert _as_dict(tool_usage_rows(lab))[("S3", "whisper")] == (1, 0, 0)  # computed, not the stale file
@@ -139,39 +139,35 @@ def test_stale_counts_are_not_used_and_are_pruned(builder, monkeypatch):
     assert _as_dict(pq.read_table(new))[("S3", "whisper")] == (1, 0, 0)
 
 
-def test_gaps_usage_file_equals_gaps_file(builder):
+def test_gaps_file_gives_the_same_table_from_either_count_source(builder):
     lab = _lab(builder)
+    p0 = {"min_support": 0, "min_trajectories": 0}
     for by in ((), ("model",)):
-        want = run_sql(lab, "gaps", by=by, params={"min_support": 0, "min_trajectories": 0})
-        got = run_sql(lab, "gaps_usage", by=by, params={"min_support": 0, "min_trajectories": 0})
-        assert got.equals(want)
+        res = run_analysis(lab, "gaps", by=by, params=p0)  # nothing materialized yet: counted from steps
+        assert res.params["counts"] == "steps" and "FROM steps WHERE kind = 'tool_call'" in res.sql
     refresh_tool_usage(lab, ["tool", "program"], progress=False)
-    res = run_analysis(lab, "gaps_usage", params={"min_support": 0, "min_trajectories": 0})
+    res = run_analysis(lab, "gaps", params=p0)
     assert res.params["counts"] == "tool_usage" and res.params["key"] == "tool"
     assert "FROM tool_usage WHERE key = 'tool'" in res.sql and "FROM steps" not in res.sql
-    assert res.table.equals(run_sql(lab, "gaps", params={"min_support": 0, "min_trajectories": 0}))
+    for by in ((), ("model",)):
+        want = run_sql(lab, "gaps", by=by, params=p0, counts="steps")
+        assert run_sql(lab, "gaps", by=by, params=p0, counts="tool_usage").equals(want)
     rows = {r["tool"]: r for r in res.table.to_pylist()}
     # successes S1, S2 (6 tool calls); failures F1 (3 calls), F2 (none); U1 unknown
     assert rows["python"]["calls_success"] == 2 and rows["python"]["calls_failure"] == 3
-    assert rows["python"]["share_success"] == pytest.approx(2 / 6) and rows["python"]["gap"] == pytest.approx(
-        2 / 6 - 1
-    )
+    assert rows["python"]["share_success"] == pytest.approx(2 / 6)
+    assert rows["python"]["gap"] == pytest.approx(2 / 6 - 1)
     assert rows["python"]["usage_success"] == 1.0 and rows["python"]["usage_failure"] == 0.5
     assert rows["ffprobe"]["share_success"] == pytest.approx(2 / 6) and rows["ls"]["calls_success"] == 1
-    # a key that is not materialized is counted from steps; the program key is
-    prog = run_analysis(lab, "gaps_usage", key="program", params={"min_support": 0, "min_trajectories": 0})
+    # the program key is materialized too; tool_modality is not, so it is counted from steps
+    prog = run_analysis(lab, "gaps", key="program", params=p0)
     assert prog.params["counts"] == "tool_usage" and prog.params["key"] == "program"
-    want = run_sql(lab, "gaps", key="program", params={"min_support": 0, "min_trajectories": 0})
+    want = run_sql(lab, "gaps", key="program", params=p0, counts="steps")
     assert prog.table.equals(want) and "mkdir" in want.column("tool").to_pylist()
-    tm = run_analysis(
-        lab, "gaps_usage", key="tool_modality", params={"min_support": 0, "min_trajectories": 0}
-    )
-    assert tm.params["counts"] == "steps"
-    assert tm.table.equals(
-        run_sql(lab, "gaps", key="tool_modality", params={"min_support": 0, "min_trajectories": 0})
-    )
+    tm = run_analysis(lab, "gaps", key="tool_modality", params=p0)
+    assert tm.params["counts"] == "steps" and tm.table.num_rows > 0
     # counts="steps" ignores the materialized table
-    assert run_analysis(lab, "gaps_usage", counts="steps").params["counts"] == "steps"
+    assert run_analysis(lab, "gaps", counts="steps").params["counts"] == "steps"
 
 
 def test_gaps_api_gives_the_same_result_from_either_source(builder):
@@ -229,7 +225,7 @@ def test_the_view_reads_the_materialized_file(builder):
         == 10
     )
     path = refresh_tool_usage(lab, progress=False)[0].path
-    # doctor the file: the view (and gaps_usage) must now read it, which proves they use it
+    # doctor the file: the view (and the gaps file) must now read it, which proves they use it
     t = pq.read_table(path)
     i = t.schema.get_field_index("n_calls")
     t = t.set_column(i, t.schema.field(i), pa.array(np.full(t.num_rows, 100)))  # same field and metadata
@@ -237,25 +233,25 @@ def test_the_view_reads_the_materialized_file(builder):
     q = "SELECT sum(n_calls) AS n FROM tool_usage WHERE key = 'tool'"
     assert run_sql(lab, q).column("n")[0].as_py() == 700
     assert run_sql(lab, q.replace("'tool'", "'program'")).column("n")[0].as_py() == 11  # computed
-    rows = {r["tool"]: r for r in run_sql(lab, "gaps_usage").to_pylist()}
+    rows = {r["tool"]: r for r in run_sql(lab, "gaps").to_pylist()}
     assert rows["python"]["calls_success"] == 200
 
 
 def test_bad_arguments(builder):
     lab = _lab(builder)
     with pytest.raises(ConfigError, match="counts must be one of auto, tool_usage, steps"):
-        run_sql(lab, "gaps_usage", counts="cache")
+        run_sql(lab, "gaps", counts="cache")
     with pytest.raises(ConfigError, match="counts must be one of"):
         run_sql(lab, "tools", counts="cache")
     with pytest.raises(ConfigError, match="counts must be one of"):
         gaps(lab, counts="fast", progress=False)
     with pytest.raises(ConfigError, match="tool_usage is not materialized for key 'tool'"):
-        run_sql(lab, "gaps_usage", counts="tool_usage")
+        run_sql(lab, "gaps", counts="tool_usage")
     with pytest.raises(ConfigError, match="key must be one of"):
         refresh_tool_usage(lab, "argv", progress=False)
     with pytest.raises(ConfigError, match="key must be one of"):
         tool_usage_rows(lab, "x' OR 1=1 --")
-    info = get_analysis("gaps_usage")
+    info = get_analysis("gaps")
     assert set(info.placeholders) == {"by", "partition_by", "tool_counts"} and info.groupable
     assert info.params == {"min_support": 10, "min_trajectories": 5}
 
@@ -266,7 +262,7 @@ def test_lab_without_tool_calls_or_steps(builder, tmp_path):
     empty = Lab.open(tmp_path / "empty", create=True)
     (f,) = refresh_tool_usage(empty, progress=False)
     assert f.rows == 0 and pq.read_table(f.path).num_rows == 0
-    assert run_sql(empty, "gaps_usage").num_rows == 0
+    assert run_sql(empty, "gaps").num_rows == 0
     builder.traj("a", "success").traj("b", "failure")
     builder.step("a"), builder.step("b")
     lab = builder.build()

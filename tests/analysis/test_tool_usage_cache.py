@@ -49,7 +49,7 @@ def test_outcome_changes_keep_the_counts_and_apply_at_query_time(builder):
         txn.delete("trajectories", "trajectory_id", ["S2"])
         txn.append("trajectories", [{**row, "outcome": "failure"}])
     assert tool_usage_current(lab) and refresh_tool_usage(lab, progress=False)[0].path == path
-    res = run_analysis(lab, "gaps_usage", params=NO_SUPPORT)
+    res = run_analysis(lab, "gaps", params=NO_SUPPORT)
     assert res.params["counts"] == "tool_usage"
     assert res.table.equals(run_sql(lab, "gaps", params=NO_SUPPORT))
     ls = {r["tool"]: r for r in res.table.to_pylist()}["ls"]
@@ -68,7 +68,7 @@ def test_deleting_steps_makes_the_counts_stale(builder):
     assert not tool_usage_current(lab)
     want = {k: v for k, v in BASE.items() if k[0] != "F1"}
     assert _counts(tool_usage_rows(lab)) == want  # computed from steps, not the stale file
-    assert run_analysis(lab, "gaps_usage", params=NO_SUPPORT).params["counts"] == "steps"
+    assert run_analysis(lab, "gaps", params=NO_SUPPORT).params["counts"] == "steps"
     new = refresh_tool_usage(lab, progress=False)[0]
     assert new.built and new.path != old.path and new.rows == 3
     assert _counts(pq.read_table(new.path)) == want
@@ -80,7 +80,7 @@ def test_incomplete_file_is_ignored_then_rebuilt(builder):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])  # e.g. a torn copy
     assert not tool_usage_current(lab)
-    res = run_analysis(lab, "gaps_usage", params=NO_SUPPORT)
+    res = run_analysis(lab, "gaps", params=NO_SUPPORT)
     assert res.params["counts"] == "steps" and res.table.equals(run_sql(lab, "gaps", params=NO_SUPPORT))
     f = refresh_tool_usage(lab, progress=False)[0]
     assert f.built and f.path != path and f.path.parent == path.parent and tool_usage_current(lab)
@@ -161,7 +161,7 @@ def test_readers_during_rebuilds_always_see_complete_counts(builder):
     def read() -> None:
         try:
             while not stop.is_set():
-                res = run_analysis(Lab.open(lab.root), "gaps_usage", params=NO_SUPPORT)
+                res = run_analysis(Lab.open(lab.root), "gaps", params=NO_SUPPORT)
                 seen.add(res.params["counts"])
                 assert res.table.equals(want)
         except BaseException as e:  # reported below

@@ -12,14 +12,16 @@
 --                  trajectories; unsupported rows are kept but must not be read as findings
 -- Only trajectories with outcome success or failure take part. These are point estimates; `trajlab gaps`
 -- (Python: trajlab.analysis.gaps) adds bootstrap intervals over trajectories and corrected tests.
--- This file counts calls straight from `steps`; gaps_usage.sql is the same query over the materialized
--- per-trajectory counts (`tool_usage`), about ten times cheaper on a big lab.
+-- The calls per (trajectory, tool) come from {{tool_counts}}: the materialized `tool_usage` table when
+-- it is current for the lab's steps (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does
+-- on big labs), else a GROUP BY over the tool calls of `steps` (counts="steps" forces that). Counting
+-- calls per trajectory and tool is most of a gap query's cost; both sources give the same table.
 --
 -- @param min_support=10 minimum number of calls of the tool (both outcomes together)
 -- @param min_trajectories=5 minimum number of trajectories that use the tool
 -- {{by}} grouping columns followed by a comma (`model, harness,`), or nothing
--- {{key}} what names a call's tool: by default coalesce(tool, tool_name, '(unknown)'); trajlab can
---   also use the tool plus its modality (`python:video`) or every distinct program of the command line
+-- {{tool_counts}} the calls per (trajectory, tool) under the tool key (`tool` by default; also
+--   `tool_modality` = tool plus modality, `python:video`, or `program` = every program of a command line)
 -- {{partition_by}} `PARTITION BY` the grouping columns, or nothing
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
@@ -27,10 +29,7 @@ WITH traj AS (
     WHERE outcome IN ('success', 'failure')
 ),
 calls AS (
-    -- calls per (trajectory, tool): the only pass over the big steps table, on two narrow columns
-    SELECT trajectory_id, tool, count(*) AS n_calls
-    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
-    GROUP BY ALL
+    SELECT trajectory_id, tool, n_calls FROM {{tool_counts}}
 ),
 per_trajectory AS (
     -- one row per (trajectory, tool it used) ...
