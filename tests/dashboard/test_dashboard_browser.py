@@ -108,21 +108,22 @@ class Watched:
             "(want) => { const t = (document.querySelector('#dag-info') || {}).innerText || '';"
             " const m = t.match(/drawn ([\\d,]+) of ([\\d,]+) nodes/); if (!m) return false;"
             " const n = +m[2].replace(/,/g, ''); return m[1] === m[2] && (want === null || n === want)"
-            " && window.cy && window.cy.nodes().length === n; }",
+            " && window.trajlabDag && window.trajlabDag.count() === n; }",
             arg=total,
         )
         info = self.page.inner_text("#dag-info")
         drawn, total = info.split("drawn ")[1].split(" nodes")[0].split(" of ")
         return int(drawn.replace(",", "")), int(total.replace(",", ""))
 
+    def nodes(self, cls: str | None = None) -> list[dict]:
+        """The nodes drawn on the DAG canvas (with class `cls`), from assets/dag.js's read API."""
+        return self.page.evaluate("(c) => window.trajlabDag.nodes(c)", cls)
+
     def click_node(self, node_id: str) -> None:
-        """A real mouse click on a Cytoscape node (centered in view first)."""
-        self.page.evaluate(f"() => window.cy.center(window.cy.getElementById('{node_id}'))")
-        self.page.wait_for_timeout(200)
-        x, y = self.page.evaluate(
-            f"""() => {{ const p = window.cy.getElementById('{node_id}').renderedPosition();
-                const r = window.cy.container().getBoundingClientRect(); return [r.left + p.x, r.top + p.y]; }}"""
-        )
+        """A real mouse click on a node of the DAG canvas (centered in view first)."""
+        assert self.page.evaluate("(id) => window.trajlabDag.center(id)", node_id), node_id
+        self.page.wait_for_timeout(100)
+        x, y = self.page.evaluate("(id) => window.trajlabDag.clientPoint(id)", node_id)
         self.page.mouse.click(x, y)
 
     def close(self) -> None:
@@ -185,9 +186,8 @@ def test_walk_runs_filter_trajectory_node_review(page, ex):
     assert page.page.inner_text("#judge-category") == ex.judge_category
     assert "<img src=x onerror=alert(2)>" in page.page.inner_text("#labels-body")
     assert "<b>quoted</b>" in page.page.inner_text("#labels-body")
-    decisive = page.page.evaluate("() => window.cy.nodes('.decisive').map(n => n.data('step'))")
-    assert decisive == [n_steps - 1]
-    assert page.page.evaluate("() => window.cy.nodes('.evidence').map(n => n.data('step'))") == [3]
+    assert [n["step"] for n in page.nodes("decisive")] == [n_steps - 1]
+    assert [n["step"] for n in page.nodes("evidence")] == [3]
     page.shot("03-trajectory")
 
     # a step link in the labels panel opens that step in the inspector
@@ -242,7 +242,7 @@ def test_walk_runs_filter_trajectory_node_review(page, ex):
 def test_xss_payload_is_shown_as_text(page, ex):
     page.goto(f"/trajectory/{ex.xss_tid}")
     page.wait_dag()
-    label = page.page.evaluate("() => window.cy.getElementById('n3').data('label')")
+    label = page.page.evaluate("() => window.trajlabDag.node('n3').label")
     assert label.startswith("3 · curl -s http://127.0.0.1:8000/notes.html")
     page.click_node("n3")
     page.wait_text("#inspector-title", "Step 3")
@@ -286,13 +286,13 @@ def test_long_dag_draws_progressively_and_unfolds(page, ex):
     page.goto(f"/trajectory/{ex.long_tid}")
     drawn, total = page.wait_dag()
     assert drawn == total == default.n_visible < ex.long_steps // 3
-    assert page.page.evaluate("() => window.cy.nodes('.agent').length") == 3
+    assert len(page.nodes("agent")) == 3
     page.shot("07-long-dag-folded")
 
     # unfold the first folded run by clicking it
     gid, members = next(iter(default.groups.items()))
     page.click_node(gid)
-    page.page.wait_for_function(f"() => window.cy.nodes().length === {default.n_visible + len(members) - 1}")
+    page.page.wait_for_function(f"() => window.trajlabDag.count() === {default.n_visible + len(members) - 1}")
 
     # everything unfolded: 2,000 nodes arrive in chunks (400 first), top first
     page.page.evaluate(

@@ -125,8 +125,10 @@ def test_trajectory_page_brings_its_dag(app):
     assert [len(c["n"]["id"]) for c in payload["chunks"]] == [400, 300]  # top layers first
     nodes = [el for el in _expand(payload) if "source" not in el["data"]]
     assert [el["data"]["step"] for el in nodes] == list(range(700))
-    # Cytoscape's own `elements` stay empty: dag.js draws straight into the instance
-    assert _find(page, "dag")["elements"] == []
+    # the page holds an empty canvas that assets/dag.js draws on, and the marks' colours for it
+    assert _find(page, "dag-canvas")["aria-label"] == "step DAG of 700 steps"
+    assert payload["marks"]["decisive"]["color"] == "#D55E00"
+    assert payload["edge_colors"]["retry"] == "#E69F00"
     # the step named in the URL is already in the inspector
     assert "Step 5 · tool_call" in json.dumps(_find(page, "inspector"), ensure_ascii=False)
     # folded by default (700 > 150 nodes): fewer visible nodes, sub-agents folded into one node each
@@ -158,8 +160,10 @@ def test_no_server_round_trip_before_drawing(app):
 def test_responses_are_gzipped_when_asked(app):
     client = app.server.test_client()
     index = client.get("/").data.decode()
-    src = re.search(r'src="(/_dash-component-suites/dash_cytoscape/[^"]+)"', index)
-    assert src, "the cytoscape bundle is not on the page"
+    # the DAG is drawn by our own asset: no Cytoscape bundle (0.5 MB) to load and evaluate any more
+    assert "dash_cytoscape" not in index
+    src = re.search(r'src="(/_dash-component-suites/dash/dcc/dash_core_components\.[^"]+)"', index)
+    assert src, "the dcc bundle is not on the page"
     plain = client.get(src.group(1))
     assert plain.headers.get("Content-Encoding") is None
     zipped = client.get(src.group(1), headers={"Accept-Encoding": "gzip, deflate, br"})

@@ -4,13 +4,13 @@
 or `serve(...)` serves it (127.0.0.1 by default); `trajlab dash LAB` does both. Pages are data:
 `dashboards/*.yaml` (`load_dashboards`), validated with errors naming file, line and field. The runs
 table is filtered, sorted and paged in DuckDB with parameters (`RunsQuery`, `fetch_page`); the step DAG
-is drawn with Cytoscape from `build_view` (layered, folded, chunked). Reviews go through
+is drawn on a canvas (`assets/dag.js`) from `build_view` (layered, folded, chunked). Reviews go through
 `trajlab.review` into `annotations/`; the lab is only read. See docs/dashboard.md.
 """
 
 from ._app import SECURITY_HEADERS, DashContext, create_app
 from ._check import PanelCheck, check_pages
-from ._graph import EDGE_COLORS, GraphView, Highlights, build_view, fold, stylesheet
+from ._graph import EDGE_COLORS, MARKS, GraphView, Highlights, build_view, fold
 from ._review import (
     ReviewResult,
     TrajectoryLabels,
@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "EDGE_COLORS",
+    "MARKS",
     "NONE_VALUE",
     "PANEL_KINDS",
     "RUN_COLUMNS",
@@ -104,7 +105,6 @@ __all__ = [
     "load_file",
     "page_sql",
     "serve",
-    "stylesheet",
     "submit_review",
     "trajectory_labels",
     "where_clause",

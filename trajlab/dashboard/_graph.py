@@ -1,7 +1,7 @@
-"""A step DAG as Cytoscape elements: layered top-to-bottom, collapsible, streamed in chunks.
+"""A step DAG as drawable elements: layered top-to-bottom, collapsible, streamed in chunks.
 
-Positions are computed here (a `preset` layout), so drawing costs the browser no layout work and the
-graph reads top to bottom by `dag_nodes.layer`. Long runs of similar steps of one agent (same kind,
+Positions are computed here, so drawing costs the browser no layout work and the graph reads top to
+bottom by `dag_nodes.layer`. The browser draws the elements on a canvas (`assets/dag.js`). Long runs of similar steps of one agent (same kind,
 tool, modality and status) fold into one node, sub-agents can fold into one node each, and the
 elements come in chunks, top layers first, so a 5,000-step run shows its start at once and fills in.
 """
@@ -36,6 +36,14 @@ EDGE_COLORS: dict[str, str] = {
 }
 AGENT_FILL = "#EEEEEE"
 """Fill of a folded sub-agent node."""
+MARKS: dict[str, dict[str, Any]] = {
+    "candidate": {"color": "#56B4E9", "padding": 5, "opacity": 0.35},
+    "evidence": {"color": "#F0E442", "padding": 7, "opacity": 0.9},
+    "human_decisive": {"color": "#009E73", "padding": 9, "opacity": 0.6},
+    "decisive": {"color": "#D55E00", "padding": 9, "opacity": 0.75},
+    "selected": {"color": "#0072B2", "padding": 6, "opacity": 0.25},
+}
+"""Halos drawn around marked steps (colour, padding in graph units, opacity); the legend uses the same."""
 STATUS_RANK = {"ok": 0, "no-output": 1, "timeout": 2, "error": 3}
 
 
@@ -287,94 +295,3 @@ def build_view(
         agents=dict(agents),
         collapsed_agents=list(collapsed_agents),
     )
-
-
-def stylesheet(n_elements: int = 0) -> list[dict[str, Any]]:
-    """Cytoscape styles: fill = modality, outline = status, edge colour = type, highlight classes.
-
-    Big graphs draw straight edges without arrows (`haystack`), which Cytoscape renders much faster.
-    """
-    big = n_elements > 1500
-    return [
-        {
-            "selector": "node",
-            "style": {
-                "background-color": "data(fill)",
-                "border-color": "data(border)",
-                "border-width": 2,
-                "shape": "round-rectangle",
-                "width": 22,
-                "height": 22,
-                "label": "data(label)",
-                "font-size": 11,
-                "text-valign": "center",
-                "text-halign": "right",
-                "text-margin-x": 6,
-                "min-zoomed-font-size": 7,
-                "color": "#222222",
-            },
-        },
-        {
-            "selector": "node.group",
-            "style": {
-                "shape": "barrel",
-                "width": 30,
-                "height": 30,
-                "border-style": "double",
-                "border-width": 4,
-            },
-        },
-        {
-            "selector": "node.agent",
-            "style": {"shape": "hexagon", "width": 34, "height": 30, "background-color": AGENT_FILL},
-        },
-        {"selector": "node.failed", "style": {"border-width": 3}},
-        {"selector": "node.answer-path", "style": {"font-weight": "bold"}},
-        {"selector": "node.answer", "style": {"shape": "star", "width": 28, "height": 28}},
-        {
-            "selector": "node.candidate",
-            "style": {"underlay-color": "#56B4E9", "underlay-padding": 5, "underlay-opacity": 0.35},
-        },
-        {
-            "selector": "node.evidence",
-            "style": {"underlay-color": "#F0E442", "underlay-padding": 7, "underlay-opacity": 0.9},
-        },
-        {
-            "selector": "node.human-decisive",
-            "style": {"underlay-color": "#009E73", "underlay-padding": 9, "underlay-opacity": 0.6},
-        },
-        {
-            "selector": "node.decisive",
-            "style": {
-                "underlay-color": "#D55E00",
-                "underlay-padding": 9,
-                "underlay-opacity": 0.75,
-                "border-width": 4,
-                "border-color": "#000000",
-                "font-weight": "bold",
-            },
-        },
-        {
-            "selector": "node.selected-step",
-            "style": {"overlay-color": "#0072B2", "overlay-opacity": 0.25, "overlay-padding": 6},
-        },
-        {
-            "selector": "node:selected",
-            "style": {"overlay-color": "#0072B2", "overlay-opacity": 0.25, "overlay-padding": 6},
-        },
-        {
-            "selector": "edge",
-            "style": {
-                "line-color": "data(color)",
-                "width": 1.5,
-                "curve-style": "haystack" if big else "bezier",
-                "target-arrow-shape": "none" if big else "triangle",
-                "target-arrow-color": "data(color)",
-                "arrow-scale": 0.8,
-            },
-        },
-        {"selector": "edge.edge-sequence", "style": {"width": 1}},
-        {"selector": "edge.edge-retry", "style": {"line-style": "dashed", "width": 2}},
-        {"selector": "edge.edge-data", "style": {"width": 2}},
-        {"selector": "edge.edge-answer", "style": {"width": 2.5}},
-    ]

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import dash_cytoscape as cyto
 from dash import ClientsideFunction, Input, Output, State, dash_table, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
@@ -20,10 +19,10 @@ from ._graph import (
     AUTO_COLLAPSE_NODES,
     DEFAULT_MIN_RUN,
     EDGE_COLORS,
+    MARKS,
     GraphView,
     Highlights,
     build_view,
-    stylesheet,
 )
 from ._labels import labels_layout
 from ._review import trajectory_labels
@@ -141,11 +140,18 @@ def _legend() -> html.Div:
                 for t, c in EDGE_COLORS.items()
             ],
             html.Span("marks:", className="legend-title"),
-            html.Span([swatch("#D55E00", "#000"), "decisive (label)"], className="legend-item"),
-            html.Span([swatch("#F0E442"), "evidence"], className="legend-item"),
-            html.Span([swatch("#009E73"), "your/human decisive"], className="legend-item"),
-            html.Span([swatch("#56B4E9"), "DAG candidate"], className="legend-item"),
-            html.Span("★ answer step, ⬢ sub-agent, ⊟ folded run", className="legend-item"),
+            html.Span(
+                [swatch(MARKS["decisive"]["color"], "#000"), "decisive (label)"], className="legend-item"
+            ),
+            html.Span([swatch(MARKS["evidence"]["color"]), "evidence"], className="legend-item"),
+            html.Span(
+                [swatch(MARKS["human_decisive"]["color"]), "your/human decisive"], className="legend-item"
+            ),
+            html.Span([swatch(MARKS["candidate"]["color"]), "DAG candidate"], className="legend-item"),
+            html.Span(
+                "★ answer step, ⬢ sub-agent, ⊟ folded run (double outline), retry edges dashed",
+                className="legend-item",
+            ),
         ],
         className="legend",
     )
@@ -219,23 +225,22 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                 ],
                 className="dag-controls",
             ),
-            cyto.Cytoscape(
+            # drawn by assets/dag.js (pan: drag, zoom: wheel or +/-, 0 = fit; click a node to inspect it)
+            html.Div(
+                html.Canvas(
+                    id="dag-canvas",
+                    tabIndex="0",
+                    role="img",
+                    **{"aria-label": f"step DAG of {len(d.dag.nodes)} steps"},
+                ),
                 id="dag",
-                elements=[],  # drawn by assets/dag.js straight into Cytoscape, never through this prop
-                layout={"name": "preset", "fit": False},
-                autoRefreshLayout=False,
-                stylesheet=stylesheet(len(view.elements)),
-                style={"width": "100%", "height": "640px"},
-                minZoom=0.05,
-                maxZoom=1.6,
-                wheelSensitivity=0.3,
-                boxSelectionEnabled=False,
-                autoungrabify=True,
+                className="dag-box",
             ),
             _legend(),
             dcc.Store(id="dag-chunks", data=chunk_payload(view, chunked=chunked)),
             dcc.Store(id="dag-opts", data={"chunked": chunked}),
             dcc.Store(id="dag-expanded", data=[]),
+            dcc.Store(id="dag-tap"),  # set by assets/dag.js when a node is clicked
         ]
     )
     return html.Div(
@@ -485,7 +490,6 @@ def dag_view(
 def register_trajectory(app: Any, ctx: DashContext) -> None:
     @app.callback(
         Output("dag-chunks", "data"),
-        Output("dag", "stylesheet"),
         Input("traj-id", "data"),
         Input("dag-collapse", "value"),
         Input("dag-min-run", "value"),
@@ -499,7 +503,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         if not tid:
             raise PreventUpdate
         view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, collapse, min_run, agents, expanded))
-        return chunk_payload(view, chunked=(opts or {}).get("chunked", True)), stylesheet(len(view.elements))
+        return chunk_payload(view, chunked=(opts or {}).get("chunked", True))
 
     # Drawn in the browser, one chunk per animation frame (assets/dag.js).
     app.clientside_callback(
@@ -509,7 +513,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
     )
 
     app.clientside_callback(
-        "function(n){ if (window.cy) { window.cy.fit(undefined, 30); } return window.dash_clientside.no_update; }",
+        ClientsideFunction(namespace="trajlab", function_name="fitDag"),
         Output("dag-fit", "title"),
         Input("dag-fit", "n_clicks"),
         prevent_initial_call=True,
@@ -519,7 +523,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Output("selected-step", "data"),
         Output("dag-expanded", "data", allow_duplicate=True),
         Output("dag-agents", "value", allow_duplicate=True),
-        Input("dag", "tapNodeData"),
+        Input("dag-tap", "data"),
         State("dag-expanded", "data"),
         State("dag-agents", "value"),
         prevent_initial_call=True,
@@ -609,4 +613,5 @@ def chunk_payload(view: GraphView, chunked: bool = True) -> dict[str, Any]:
         "status_colors": STATUS_COLORS,
         "edge_colors": EDGE_COLORS,
         "agent_fill": AGENT_FILL,
+        "marks": MARKS,
     }
