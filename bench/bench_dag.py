@@ -15,7 +15,7 @@ every run is a fresh process, so its peak RSS is its own):
 - build      : the same with the default worker processes (CPU count, up to 4); the parent streams and
                writes, workers build
 
-The reads use the same scan as `build_lab` (`trajlab.dag._store.scan_steps`: one part file and one row group
+The reads use the same scan as `build_lab` (`trajlab.dag._scan.scan_steps`: one part file and one row group
 at a time, 16,384-row batches, no pre-buffering). It prints
 steps/s, the ratios to read-rows (the goal: within 3x) and to read-arrow, and peak RSS (the process, and
 the largest worker). To show memory is bounded by the largest trajectory rather than the lab, `build-1`
@@ -255,7 +255,7 @@ def _child(mode: str, lab_path: str) -> None:
     import pyarrow.parquet as pq  # noqa: F401 - import cost outside the timed region
 
     from trajlab.dag import build_lab
-    from trajlab.dag._store import scan_steps
+    from trajlab.dag._scan import scan_steps
     from trajlab.store import Lab
 
     lab = Lab.open(lab_path)

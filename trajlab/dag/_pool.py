@@ -1,49 +1,94 @@
-"""Building DAGs in worker processes with a bounded window of work in flight (memory stays bounded)."""
+"""Running build tasks: in this process, or in worker processes that read their own row groups and
+write their own Parquet parts, so the parent only plans tasks and commits the parts they wrote.
+
+Nothing but the task (row group numbers, owned trajectory ids and their `trajectories` rows) goes to a
+worker, and nothing but part paths and a short summary per trajectory comes back: no step rows or
+DAG rows are pickled between processes.
+"""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ..schema import TABLES, default_row
+from ..store import PartWriter, table_schema
 from ._build import build_dag
+from ._scan import Task, grouped_steps
 
-Job = list[tuple[dict[str, Any], list[dict[str, Any]]]]
-Result = tuple[str, int, dict[str, Any] | None, str | None]  # (trajectory id, steps, rows or None, error)
+DAG_TABLES = ("dag_nodes", "dag_edges", "dag_metrics")
 
-CHUNK_STEPS = 4_000
-"""Trajectories are sent to workers in chunks of about this many steps (fewer round trips)."""
+Summary = tuple[str, int, int, int, int, list[str], str | None]
+"""(trajectory id, steps, nodes, edges, candidates, anomalies, error or None) of one built DAG."""
+
+GC_THRESHOLD = 100_000
+"""First-generation threshold of the garbage collector during a build. A DAG build allocates many
+short-lived dicts and lists but few reference cycles; at the default (700) the collector rescans the
+young objects thousands of times per trajectory, about a fifth of the build time."""
 
 
-def build_one(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> Result:
-    """Build one DAG; a rule bug becomes an error string instead of an exception (reported, not fatal)."""
+@dataclass
+class TaskResult:
+    number: int
+    parts: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)  # table -> [(part, rows)]
+    built: list[Summary] = field(default_factory=list)
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Raise the collector's first threshold for the duration (restored after)."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_THRESHOLD), old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def dag_writers(folder: Path, generation: int) -> dict[str, PartWriter]:
+    return {
+        t: PartWriter(folder / t, table_schema(t), default_row(TABLES[t]), generation) for t in DAG_TABLES
+    }
+
+
+def build_into(
+    trajectory: dict[str, Any], steps: list[dict[str, Any]], writers: dict[str, PartWriter]
+) -> Summary:
+    """Build one DAG and buffer its rows; a rule bug becomes an error string (reported, not fatal)."""
     tid = trajectory["trajectory_id"]
     try:
         dag = build_dag(trajectory, steps)
     except Exception as e:
-        return tid, len(steps), None, f"{type(e).__name__}: {e}"
-    rows = {"nodes": dag.nodes, "edges": dag.edges, "metrics": dag.metrics, "candidates": len(dag.candidates)}
-    return tid, len(steps), rows, None
+        return tid, len(steps), 0, 0, 0, [], f"{type(e).__name__}: {e}"
+    writers["dag_nodes"].extend(dag.nodes)
+    writers["dag_edges"].extend(dag.edges)
+    writers["dag_metrics"].add(dag.metrics)
+    anomalies = list(dag.metrics.get("anomalies") or [])
+    return tid, len(steps), len(dag.nodes), len(dag.edges), len(dag.candidates), anomalies, None
 
 
-def _build_chunk(job: Job) -> list[Result]:
-    return [build_one(t, s) for t, s in job]
-
-
-def _chunks(items: Iterable[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Iterator[Job]:
-    job: Job = []
-    size = 0
-    for t, steps in items:
-        job.append((t, steps))
-        size += len(steps) + 1
-        if size >= CHUNK_STEPS:
-            yield job
-            job, size = [], 0
-    if job:
-        yield job
+def run_task(task: Task, folder: Path, generation: int, batch_size: int = 16_384) -> TaskResult:
+    """Read the task's row groups, build its trajectories' DAGs and write them as parts in `folder`."""
+    writers = dag_writers(folder / f"task{task.number:05d}", generation)
+    out = TaskResult(task.number)
+    try:
+        with fewer_collections():
+            for tid, steps in grouped_steps(task.batches(batch_size), task.counts):
+                out.built.append(build_into(task.trajectories[tid], steps, writers))
+        out.parts = {t: w.close() for t, w in writers.items()}
+    except BaseException:
+        for w in writers.values():
+            w.abort()
+        raise
+    return out
 
 
 def _context() -> Any:
@@ -53,19 +98,23 @@ def _context() -> Any:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def build_many(
-    items: Iterable[tuple[dict[str, Any], list[dict[str, Any]]]], workers: int
-) -> Iterator[Result]:
-    """Results in input order. With `workers` > 1, at most 2 chunks per worker are in flight."""
-    if workers <= 1:
-        for t, steps in items:
-            yield build_one(t, steps)
+def run_tasks(
+    tasks: list[Task], folder: Path, generation: int, workers: int, batch_size: int = 16_384
+) -> Iterator[TaskResult]:
+    """Results in task order. Every task is submitted at once (a task is a few ids and row group
+    numbers, a result a few part paths), so a slow task never leaves a worker idle."""
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield run_task(task, folder, generation, batch_size)
         return
-    window: deque[Future[list[Result]]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        for job in _chunks(items):
-            window.append(pool.submit(_build_chunk, job))
-            if len(window) >= 2 * workers:
-                yield from window.popleft().result()
-        while window:
-            yield from window.popleft().result()
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=_context()) as pool:
+        futures: deque[Future[TaskResult]] = deque(
+            pool.submit(run_task, task, folder, generation, batch_size) for task in tasks
+        )
+        try:
+            while futures:
+                yield futures.popleft().result()
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,42 +13,15 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from ..errors import LabError
-from ..store import Lab, table_schema
+from ..store import Lab
 from ._build import build_dag
 from ._model import DAG_VERSION, StepDag
-from ._pool import Result, build_many
+from ._pool import DAG_TABLES, Summary, TaskResult, build_into, dag_writers, fewer_collections, run_tasks
+from ._scan import STEP_COLUMNS, locate, make_tasks
 
-STEP_COLUMNS = (
-    "trajectory_id",
-    "step_index",
-    "agent_id",
-    "parent_step_index",
-    "depth",
-    "kind",
-    "role",
-    "text",
-    "tool_name",
-    "tool",
-    "programs",
-    "command",
-    "arguments",
-    "output",
-    "stderr",
-    "exit_code",
-    "is_error",
-    "timed_out",
-    "duration_s",
-    "input_tokens",
-    "timestamp",
-    "call_id",
-    "modality",
-    "metadata",
-)
-"""Columns of `steps` the DAG rules read."""
 TRAJECTORY_COLUMNS = (
     "trajectory_id",
     "runner",
@@ -61,9 +33,11 @@ TRAJECTORY_COLUMNS = (
     "ingested_at",
 )
 _TEXT_KEEP = 16_000  # characters of task / final answer kept per pending trajectory
-DAG_TABLES = ("dag_nodes", "dag_edges", "dag_metrics")
 POOL_MIN_STEPS = 20_000
 """Below this many steps, worker processes cost more to start than they save."""
+TASK_STEPS = 50_000
+"""Steps per task (at least; tasks end at a trajectory boundary): small enough to balance the load
+between workers, large enough that each task's part files are few and not tiny."""
 
 
 @dataclass
@@ -144,64 +118,11 @@ def _todo(lab: Lab, ids: list[str] | None, rebuild: bool) -> tuple[list[str], li
     return todo, stale, len(selected) - len(todo)
 
 
-def scan_steps(
-    lab: Lab, trajectory_ids: set[str] | None = None, batch_size: int = 16_384
-) -> Iterator[pa.RecordBatch]:
-    """The DAG columns of the steps table, batch by batch (only `trajectory_ids` when given).
-
-    One part file and one row group at a time, without pre-buffering or read-ahead threads: a
-    dataset scan pre-buffers whole part files, so its memory grows with the part size (and with
-    the lab); this stays bounded by one row group. Parts written before a column existed get nulls.
-    """
-    full = table_schema("steps")
-    fields = [full.field(c) for c in STEP_COLUMNS]
-    wanted = pa.array(sorted(trajectory_ids), type=pa.string()) if trajectory_ids is not None else None
-    for path in lab.files("steps"):
-        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-        present = set(pf.schema_arrow.names)
-        cols = [f.name for f in fields if f.name in present]
-        for batch in pf.iter_batches(batch_size=batch_size, columns=cols, use_threads=False):
-            if wanted is not None:
-                batch = batch.filter(pc.is_in(batch.column("trajectory_id"), value_set=wanted))
-                if not batch.num_rows:
-                    continue
-            if batch.schema.names != [f.name for f in fields] or any(
-                batch.schema.field(f.name).type != f.type for f in fields if f.name in present
-            ):
-                batch = pa.RecordBatch.from_arrays(
-                    [
-                        batch.column(f.name).cast(f.type)
-                        if f.name in present
-                        else pa.nulls(batch.num_rows, f.type)
-                        for f in fields
-                    ],
-                    schema=pa.schema(fields),
-                )
-            yield batch
-
-
 def _resolve(prefix: str, ids: dict[str, Any]) -> str | None:
     if prefix in ids:
         return prefix
     hits = [t for t in ids if t.startswith(prefix)]
     return hits[0] if len(hits) == 1 else None
-
-
-def _grouped(
-    lab: Lab, todo: set[str], counts: dict[str, int], batch_size: int, all_: bool = False
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Stream (trajectory id, its steps) from the steps table; holds only trajectories still being read."""
-    open_: dict[str, list[dict[str, Any]]] = {}
-    for batch in scan_steps(lab, None if all_ else todo, batch_size):
-        for row in batch.to_pylist():
-            tid = row["trajectory_id"]
-            rows = open_.get(tid)
-            if rows is None:
-                rows = open_[tid] = []
-            rows.append(row)
-            if len(rows) >= counts.get(tid, 0):
-                yield tid, open_.pop(tid)
-    yield from open_.items()
 
 
 def build_lab(
@@ -228,48 +149,27 @@ def build_lab(
         report.seconds = time.perf_counter() - t0
         report.generation = lab.generation
         return report
-    todo_set = set(todo)
-    vc = (
-        pc.value_counts(lab.read("steps", ["trajectory_id"]).column("trajectory_id").combine_chunks())
-        if lab.rows("steps")
-        else None
-    )
-    counts: dict[str, int] = {}
-    every = True  # every trajectory with steps is being built: the scan needs no filter
-    if vc is not None:
-        for v in vc.to_pylist():
-            if v["values"] in todo_set:
-                counts[v["values"]] = v["counts"]
-            else:
-                every = False
+    where, counts = locate(lab, set(todo))
     trows = _trajectory_rows(lab, todo)
-    bar = tqdm(
-        total=sum(counts.values()),
-        unit="step",
-        unit_scale=True,
-        desc="dag",
-        disable=not progress,
-        leave=False,
-    )
+    total = sum(counts.values())
+    n_workers = (workers or min(os.cpu_count() or 1, 4)) if total >= POOL_MIN_STEPS else 1
+    # one task in this process; for workers, enough tasks to balance the load (about 4 per worker)
+    task_steps = max(TASK_STEPS, total // (n_workers * 4)) if n_workers > 1 else total + 1
+    tasks = make_tasks(where, counts, trows, task_steps)
+    bar = tqdm(total=total, unit="step", unit_scale=True, desc="dag", disable=not progress, leave=False)
     try:
         with lab.write("dag") as txn:
             for table in DAG_TABLES:
                 txn.delete(table, "trajectory_id", [*todo, *stale])
-            seen: set[str] = set()
-
-            def items() -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-                for tid, steps in _grouped(lab, todo_set, counts, batch_size, every):
-                    seen.add(tid)
-                    yield trows[tid], steps
-                for tid in todo:
-                    if tid not in seen:  # a trajectory without steps still gets its (empty) DAG
-                        yield trows[tid], []
-
-            total = sum(counts.values())
-            n_workers = (workers or min(os.cpu_count() or 1, 4)) if total >= POOL_MIN_STEPS else 1
-            for result in build_many(items(), n_workers):
+            for result in run_tasks(tasks, txn.staging_dir, txn.generation, n_workers, batch_size):
                 _absorb(txn, report, result)
-                bar.update(result[1])
+                bar.update(sum(b[1] for b in result.built))
+            empty = [t for t in todo if t not in counts]
+            if empty:  # a trajectory without steps still gets its (empty) DAG
+                writers = dag_writers(txn.staging_dir / "no-steps", txn.generation)
+                with fewer_collections():
+                    built = [build_into(trows[t], [], writers) for t in empty]
+                _absorb(txn, report, TaskResult(-1, {t: w.close() for t, w in writers.items()}, built))
             report.removed = len(stale)
             txn.summary["dag"] = {
                 "built": report.built,
@@ -295,20 +195,24 @@ def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _absorb(txn: Any, report: DagReport, result: Result) -> None:
-    tid, n_steps, rows, error = result
-    if rows is None:  # a rule bug must not lose the whole lab's build; it is reported
-        report.failed.append((tid, error or "unknown error"))
+def _absorb(txn: Any, report: DagReport, result: TaskResult) -> None:
+    for table, parts in result.parts.items():
+        for path, rows in parts:
+            txn.add_part(table, path, rows)
+    for summary in result.built:
+        _count(report, summary)
+
+
+def _count(report: DagReport, summary: Summary) -> None:
+    tid, n_steps, n_nodes, n_edges, n_candidates, anomalies, error = summary
+    if error is not None:  # a rule bug must not lose the whole lab's build; it is reported
+        report.failed.append((tid, error))
         return
-    txn.append("dag_nodes", rows["nodes"])
-    txn.append("dag_edges", rows["edges"])
-    txn.append("dag_metrics", [rows["metrics"]])
     report.built += 1
     report.steps += n_steps
-    report.nodes += len(rows["nodes"])
-    report.edges += len(rows["edges"])
-    report.candidates += rows["candidates"]
-    anomalies = rows["metrics"]["anomalies"]
+    report.nodes += n_nodes
+    report.edges += n_edges
+    report.candidates += n_candidates
     if anomalies:
         report.with_anomalies += 1
         report.anomaly_kinds.update(_anomaly_kind(a) for a in anomalies)

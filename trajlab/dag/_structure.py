@@ -308,4 +308,5 @@ def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
     if isinstance(a, datetime) and isinstance(b, datetime):
         return b < a - _SECOND
     x, y = ts(a), ts(b)
-    return x is not None and y is not None and y < x - 1.0
+    # in whole microseconds, so that POSIX seconds compare exactly as the datetimes they came from
+    return x is not None and y is not None and round((x - y) * 1e6) > 1_000_000
