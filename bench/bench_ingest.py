@@ -10,12 +10,17 @@ fresh subprocess, in interleaved order, so that each mode sees the same page cac
   parse     the parse-only limit: read every file line by line and `orjson.loads` every record
   naive     the naive baseline: `json.loads` every record, `pandas.DataFrame` per file (nested values
             as JSON text), `to_parquet` per file
+  parse-2   the machine's own 2-process ceiling: two processes doing `parse` at once, each on half
+            the bytes; its speed-up over `parse` is what 2 workers can reach on this machine at best
   ingest-N  `trajlab.ingest.ingest(..., workers=N)` into a fresh lab
 
 Times are wall-clock around the work inside the subprocess (interpreter start-up and imports
-excluded); CPU time of the process tree is reported too. Peak memory is sampled every 20 ms from
-/proc for the whole process tree (parent + workers): the sum of RSS (pessimistic, counts pages
-shared after fork twice) and the sum of PSS. Results: a table on stdout and bench/out/bench_ingest.json.
+excluded); CPU time of the process tree is reported too, and for ingest the parent's own CPU time.
+Peak memory is sampled from /proc for the whole process tree (parent + workers): the sum of RSS
+(pessimistic, counts pages shared after fork twice) every 20 ms from `statm` (cheap), and the sum of
+PSS every 0.5 s from `smaps_rollup` (which walks the page tables: sampling it every 20 ms cost the
+benchmark about a third of a core, taken from the workers when they use both cores). The sampler's
+own CPU time is reported. Results: a table on stdout and bench/out/bench_ingest.json.
 """
 
 from __future__ import annotations
@@ -42,14 +47,34 @@ import json, os, sys, time, glob, resource
 mode, corpus, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
 files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
 out = {"mode": mode}
-if mode == "parse":
+if mode in ("parse", "parse-2"):
     import orjson
     loads = orjson.loads
-    t0 = time.perf_counter(); c0 = time.process_time(); n = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                loads(line); n += 1
+    def parse(part):
+        n = 0
+        for f in part:
+            with open(f, "rb") as fh:
+                for line in fh:
+                    loads(line); n += 1
+        return n
+    if mode == "parse":
+        t0 = time.perf_counter(); c0 = time.process_time()
+        n = parse(files)
+    else:  # two processes at once, the bytes split evenly (biggest files first, each to the lighter half)
+        halves, load = ([], []), [0, 0]
+        for f in sorted(files, key=os.path.getsize, reverse=True):
+            k = 0 if load[0] <= load[1] else 1
+            halves[k].append(f); load[k] += os.path.getsize(f)
+        t0 = time.perf_counter(); c0 = time.process_time()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r); os.write(w, str(parse(halves[1])).encode()); os._exit(0)
+        os.close(w)
+        n = parse(halves[0])
+        n += int(os.read(r, 64)); os.waitpid(pid, 0)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        c0 -= ru.ru_utime + ru.ru_stime
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
 elif mode == "naive":
     import json as js
@@ -72,7 +97,7 @@ else:
     rep = ingest([corpus], scratch, workers=workers, progress=False)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0 + ru.ru_utime + ru.ru_stime,
-               records=rep.records_seen, steps=rep.totals.steps, trajectories=rep.totals.trajectories,
+               parent_cpu=time.process_time() - c0, records=rep.records_seen, steps=rep.totals.steps, trajectories=rep.totals.trajectories,
                quarantined=rep.records_quarantined, invariant=rep.invariant_holds)
 out["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print("RESULT " + json.dumps(out), flush=True)
@@ -90,43 +115,60 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _mem_kb(pid: int) -> tuple[int, int]:
-    rss = pss = 0
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def _rss_kb(pid: int) -> int:
+    """Resident set size from /proc/PID/statm: O(1) for the kernel, unlike smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE_KB
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _pss_kb(pid: int) -> int:
+    """Proportional set size from /proc/PID/smaps_rollup (walks the page tables: sample it rarely)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
     except OSError:
         pass
-    return rss, pss
+    return 0
 
 
 class TreeMemory:
-    """Samples the memory of a process and all its descendants until stopped; keeps the peaks."""
+    """Samples the memory of a process and all its descendants until stopped; keeps the peaks.
 
-    def __init__(self, pid: int, interval: float = 0.02):
-        self.pid, self.interval = pid, interval
+    RSS every `interval` s, PSS every `pss_interval` s; `cpu` is the sampler thread's own CPU time."""
+
+    def __init__(self, pid: int, interval: float = 0.02, pss_interval: float = 0.5):
+        self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
         self.peak_rss = self.peak_pss = 0
         self.max_procs = 0
+        self.cpu = 0.0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
 
     def _run(self) -> None:
+        c0 = time.thread_time()
+        next_pss = 0.0
         while not self._stop.is_set():
             pids, todo = [], [self.pid]
             while todo:
                 p = todo.pop()
                 pids.append(p)
                 todo += _children(p)
-            mem = [_mem_kb(p) for p in pids]
-            self.peak_rss = max(self.peak_rss, sum(m[0] for m in mem))
-            self.peak_pss = max(self.peak_pss, sum(m[1] for m in mem))
+            self.peak_rss = max(self.peak_rss, sum(_rss_kb(p) for p in pids))
+            if time.monotonic() >= next_pss:
+                self.peak_pss = max(self.peak_pss, sum(_pss_kb(p) for p in pids))
+                next_pss = time.monotonic() + self.pss_interval
             self.max_procs = max(self.max_procs, len(pids))
             time.sleep(self.interval)
+        self.cpu = time.thread_time() - c0
 
     def stop(self) -> None:
         self._stop.set()
@@ -144,7 +186,12 @@ def measure(mode: str, corpus: Path, scratch: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{mode} failed with exit code {proc.returncode}")
     res = json.loads(next(line for line in stdout.splitlines() if line.startswith("RESULT "))[7:])
-    res.update(peak_rss_mb=mem.peak_rss / 1024, peak_pss_mb=mem.peak_pss / 1024, processes=mem.max_procs)
+    res.update(
+        peak_rss_mb=mem.peak_rss / 1024,
+        peak_pss_mb=mem.peak_pss / 1024,
+        processes=mem.max_procs,
+        sampler_cpu=mem.cpu,
+    )
     shutil.rmtree(scratch, ignore_errors=True)
     return res
 
@@ -156,7 +203,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=1100.0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--modes", default="parse,naive,ingest-1,ingest-2")
+    ap.add_argument("--modes", default="parse,parse-2,naive,ingest-1,ingest-2")
     ap.add_argument("--json", type=Path, default=HERE / "out" / "bench_ingest.json")
     ap.add_argument(
         "--resume",
@@ -227,7 +274,11 @@ def main() -> None:
             "mb_cpu_s": total / 1e6 / statistics.median(x["cpu"] for x in rs),
             "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
             "peak_pss_mb": max(x["peak_pss_mb"] for x in rs),
+            "parent_cpu_s": statistics.median(x["parent_cpu"] for x in rs) if "parent_cpu" in rs[0] else None,
+            "sampler_cpu_s": statistics.median(x.get("sampler_cpu", 0.0) for x in rs),
             "all_s": [round(x["seconds"], 3) for x in rs],
+            "all_cpu_s": [round(x["cpu"], 3) for x in rs],
+            "all_load": [round(x["load"], 2) for x in rs],
         }
     ratios = {}
     if "ingest-1" in summary and "parse" in summary:
@@ -238,6 +289,12 @@ def main() -> None:
         ratios["ingest-2 / naive"] = summary["ingest-2"]["mb_s"] / summary["naive"]["mb_s"]
     if "ingest-2" in summary and "ingest-1" in summary:
         ratios["speed-up 2 workers"] = summary["ingest-2"]["mb_s"] / summary["ingest-1"]["mb_s"]
+    if "parse-2" in summary and "parse" in summary:
+        ratios["machine ceiling: parse-2 / parse"] = summary["parse-2"]["mb_s"] / summary["parse"]["mb_s"]
+    if "speed-up 2 workers" in ratios and "machine ceiling: parse-2 / parse" in ratios:
+        ratios["2-worker speed-up / machine ceiling"] = (
+            ratios["speed-up 2 workers"] / ratios["machine ceiling: parse-2 / parse"]
+        )
     cpu_ratios = {}
     if "ingest-1" in summary and "parse" in summary:
         cpu_ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_cpu_s"] / summary["parse"]["mb_cpu_s"]
@@ -259,15 +316,24 @@ def main() -> None:
         f"{info['load_after'][0]:.1f} on {info['cpus']} CPUs\n"
     )
     print(
-        "| mode | median s | MB/s | records/s | steps/s | CPU s | MB per CPU s | peak RSS (tree) | peak PSS (tree) |"
+        "| mode | median s | MB/s | records/s | steps/s | CPU s | MB per CPU s | parent CPU s | peak RSS (tree) "
+        "| peak PSS (tree) | sampler CPU s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for m, s in summary.items():
         steps = f"{s['steps_s']:,.0f}" if s["steps_s"] else "-"
+        parent = f"{s['parent_cpu_s']:.2f}" if s["parent_cpu_s"] is not None else "-"
         print(
             f"| {m} | {s['median_s']:.2f} | {s['mb_s']:.1f} | {s['records_s']:,.0f} | {steps} | {s['cpu_s']:.2f} | "
-            f"{s['mb_cpu_s']:.1f} | {s['peak_rss_mb']:.0f} MB | {s['peak_pss_mb']:.0f} MB |"
+            f"{s['mb_cpu_s']:.1f} | {parent} | {s['peak_rss_mb']:.0f} MB | {s['peak_pss_mb']:.0f} MB "
+            f"| {s['sampler_cpu_s']:.2f} |"
         )
+    print("\nall runs (wall s / CPU s / load average at the end):\n")
+    for m, s in summary.items():
+        runs = " | ".join(
+            f"{w:.1f} / {c:.1f} / {ld:.1f}" for w, c, ld in zip(s["all_s"], s["all_cpu_s"], s["all_load"])
+        )
+        print(f"| {m} | {runs} |")
     print()
     for k, v in ratios.items():
         print(f"- {k}: {v:.2f}x")
