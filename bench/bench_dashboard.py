@@ -499,87 +499,7 @@ def browser_bench(lab: Lab, repeat: int, n: int) -> dict:
                 f"{out['runs_filter_latency_ms']:.0f} ms; runs callback server time {out['runs_callback_server_ms']:.1f} ms"
             )
 
-            def dag_load(query: str) -> dict:
-                pg = fresh()
-                cdp = pg.context.new_cdp_session(pg)
-                cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
-                calls: list[float] = []
-                pg.on(
-                    "request",
-                    lambda r: (
-                        calls.append(time.perf_counter()) if "_dash-update-component" in r.url else None
-                    ),
-                )
-                pg.add_init_script(
-                    "window.__first = null; const tick = () => { if (window.cy && window.cy.nodes().length"
-                    " && window.__first === null) { window.__first = performance.now(); } else if (window.__first"
-                    " === null) { requestAnimationFrame(tick); } }; requestAnimationFrame(tick);"
-                )
-                t_nav = time.perf_counter()
-                pg.goto(srv.url + f"trajectory/{LONG_TID}{query}")
-                pg.wait_for_function(
-                    "() => { const t = (document.querySelector('#dag-info') || {}).innerText || '';"
-                    " const m = t.match(/drawn ([\\d,]+) of ([\\d,]+) nodes/);"
-                    " return m && m[1] === m[2] && window.cy && window.cy.nodes().length === +m[2].replace(/,/g, ''); }"
-                )
-                done = pg.evaluate(PAINTED)
-                marks = pg.evaluate(
-                    """() => {
-                        const res = performance.getEntriesByType('resource');
-                        const end = (f) => Math.max(0, ...res.filter(f).map(e => e.responseEnd));
-                        const js = res.filter(e => /\\.js(\\?|$)/.test(e.name));
-                        const nav = performance.getEntriesByType('navigation')[0];
-                        return {first: window.__first, data: window.__trajlabDagStart,
-                                scripts: end(e => /\\.js(\\?|$)/.test(e.name) && !/async-/.test(e.name)),
-                                dcl: nav.domContentLoadedEventEnd,
-                                layout: end(e => e.name.includes('_dash-layout')),
-                                page: Math.min(...res.filter(e => e.name.includes('_dash-update-component'))
-                                               .map(e => e.responseEnd)),
-                                nodes: window.cy.nodes().length,
-                                js_bytes: js.reduce((a, e) => a + e.transferSize, 0),
-                                js_raw: js.reduce((a, e) => a + e.decodedBodySize, 0)}; }"""
-                )
-                t_data = t_nav + marks["data"] / 1000
-                marks["calls_before_data"] = sum(1 for c in calls if c <= t_data)
-                metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
-                pg.close()
-                marks["done"] = done
-                marks["cpu"] = metrics.get("ThreadTime", 0.0) * 1000
-                return marks
-
-            for label, query in (
-                ("progressive", "?fold=0&agents=none"),
-                ("one-shot", "?fold=0&agents=none&chunked=0"),
-                ("folded", ""),
-            ):
-                res = [dag_load(query) for _ in range(repeat)]
-
-                def med(k: str, res=res) -> float:
-                    return statistics.median(r[k] for r in res)
-
-                out[f"dag_{label}_ms"] = done = med("done")
-                out[f"dag_{label}_first_ms"] = first = med("first")
-                out[f"dag_{label}_main_thread_cpu_ms"] = cpu = med("cpu")
-                out[f"dag_{label}_data_ms"] = data = med("data")
-                out[f"dag_{label}_from_data_ms"] = statistics.median(r["done"] - r["data"] for r in res)
-                out[f"dag_{label}_first_from_data_ms"] = statistics.median(
-                    r["first"] - r["data"] for r in res
-                )
-                print(
-                    f"browser: DAG {label:<12} {res[0]['nodes']:>5,} nodes drawn in {done:6.0f} ms, first nodes at "
-                    f"{first:6.0f} ms, page main-thread CPU {cpu:6.0f} ms (median of {repeat}, from navigation start)"
-                )
-                print(
-                    f"         {'':<12} from data arrival: drawn in {out[f'dag_{label}_from_data_ms']:6.0f} ms, first nodes"
-                    f" after {out[f'dag_{label}_first_from_data_ms']:4.0f} ms; timeline: scripts loaded {med('scripts'):.0f},"
-                    f" DOMContentLoaded {med('dcl'):.0f}, layout {med('layout'):.0f}, page callback {med('page'):.0f},"
-                    f" data in the page {data:.0f} ms; {res[0]['calls_before_data']} callback round trip(s) before"
-                    f" the data; JS {res[0]['js_bytes'] / 1e6:.2f} MB transferred for {res[0]['js_raw'] / 1e6:.2f} MB"
-                )
-            print(
-                f"ratios: one-shot / progressive total {out['dag_one-shot_ms'] / out['dag_progressive_ms']:.2f}x, "
-                f"first nodes {out['dag_one-shot_first_ms'] / out['dag_progressive_first_ms']:.2f}x"
-            )
+            out.update(dag_bench(browser, srv, repeat))
             timings = json.loads(_get(srv.url + "_trajlab/timings"))
             for k in ("trajectory-page", "dag-view"):
                 if timings.get(k):
@@ -589,6 +509,169 @@ def browser_bench(lab: Lab, repeat: int, n: int) -> dict:
             browser.close()
     finally:
         srv.stop()
+    return out
+
+
+def dag_only(lab: Lab, repeat: int) -> dict:
+    """Only the DAG page loads (what --baseline-ref runs against an older trajlab in a subprocess)."""
+    from playwright.sync_api import sync_playwright
+
+    import trajlab
+    from trajlab.dashboard import DashboardServer, create_app
+
+    print(f"trajlab from {Path(trajlab.__file__).parent}")
+    app = create_app(lab, annotations="/tmp/trajlab-bench-dashboard-annotations")
+    srv = DashboardServer(app, "127.0.0.1", 0).start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            out = dag_bench(browser, srv, repeat)
+            browser.close()
+    finally:
+        srv.stop()
+    return out
+
+
+def baseline_dag(ref: str, a: argparse.Namespace) -> dict:
+    """The DAG page loads of git commit `ref`'s trajlab (e.g. the last Cytoscape renderer), measured by
+    this same script in a subprocess (PYTHONPATH = that commit's `trajlab/`), on the same lab, in this run."""
+    import subprocess
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="trajlab-bench-baseline-"))
+    repo = Path(__file__).resolve().parents[1]
+    tar = subprocess.run(["git", "-C", str(repo), "archive", ref, "trajlab"], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=tar.stdout, check=True)
+    res = tmp / "baseline.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--dag-only", "--n", str(a.n)]
+    cmd += ["--dag-steps", str(a.dag_steps), "--repeat", str(a.repeat), "--lab", a.lab, "--json", str(res)]
+    print(f"\nbaseline: the DAG page of {ref} (trajlab extracted to {tmp})")
+    subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(tmp)}, check=True)
+    out = json.loads(res.read_text())
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def compare(res: dict, base: dict, ref: str) -> None:
+    print(f"\nDAG page, this tree vs {ref} (medians; ratio = {ref} / this tree):")
+    print(
+        f"{'view':<13}{'drawn from nav ms':>19}{ref + ' ms':>16}{'ratio':>8}{'from data ms':>14}{ref + ' ms':>16}{'ratio':>8}"
+    )
+    for label, _ in DAG_VIEWS:
+        ours, theirs = res[f"dag_{label}_ms"], base[f"dag_{label}_ms"]
+        od, td = res[f"dag_{label}_from_data_ms"], base[f"dag_{label}_from_data_ms"]
+        print(
+            f"{label:<13}{ours:>19.0f}{theirs:>16.0f}{theirs / ours:>7.2f}x{od:>14.0f}{td:>16.0f}{td / od:>7.2f}x"
+        )
+
+
+DAG_VIEWS = (
+    ("progressive", "?fold=0&agents=none"),
+    ("one-shot", "?fold=0&agents=none&chunked=0"),
+    ("folded", ""),
+)
+# The page's node count, whichever renderer drew it: assets/dag.js's canvas (window.trajlabDag) or, for
+# a --baseline-ref before it, Cytoscape (window.cy).
+DRAWN = "(window.trajlabDag ? window.trajlabDag.count() : (window.cy ? window.cy.nodes().length : 0))"
+
+
+def dag_bench(browser, srv, repeat: int) -> dict:
+    """Fresh loads of the 2,000-step DAG page in each of DAG_VIEWS; medians (see the module docstring)."""
+    out: dict = {}
+
+    def fresh():
+        pg = browser.new_page(viewport={"width": 1500, "height": 1000})
+        pg.set_default_timeout(120_000)
+        return pg
+
+    def dag_load(query: str) -> dict:
+        pg = fresh()
+        cdp = pg.context.new_cdp_session(pg)
+        cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+        calls: list[float] = []
+        pg.on(
+            "request",
+            lambda r: calls.append(time.perf_counter()) if "_dash-update-component" in r.url else None,
+        )
+        pg.add_init_script(
+            "window.__first = null; const tick = () => { if (" + DRAWN + " && window.__first === null)"
+            " { window.__first = performance.now(); } else if (window.__first === null) {"
+            " requestAnimationFrame(tick); } }; requestAnimationFrame(tick);"
+        )
+        t_nav = time.perf_counter()
+        pg.goto(srv.url + f"trajectory/{LONG_TID}{query}")
+        pg.wait_for_function(
+            "() => { const t = (document.querySelector('#dag-info') || {}).innerText || '';"
+            " const m = t.match(/drawn ([\\d,]+) of ([\\d,]+) nodes/);"
+            " return m && m[1] === m[2] && " + DRAWN + " === +m[2].replace(/,/g, ''); }"
+        )
+        done = pg.evaluate(PAINTED)
+        marks = pg.evaluate(
+            """() => {
+                const res = performance.getEntriesByType('resource');
+                const end = (f) => Math.max(0, ...res.filter(f).map(e => e.responseEnd));
+                const js = res.filter(e => /\\.js(\\?|$)/.test(e.name));
+                const nav = performance.getEntriesByType('navigation')[0];
+                return {first: window.__first, data: window.__trajlabDagStart,
+                        scripts: end(e => /\\.js(\\?|$)/.test(e.name) && !/async-/.test(e.name)),
+                        dcl: nav.domContentLoadedEventEnd,
+                        layout: end(e => e.name.includes('_dash-layout')),
+                        page: Math.min(...res.filter(e => e.name.includes('_dash-update-component'))
+                                       .map(e => e.responseEnd)),
+                        nodes: """
+            + DRAWN
+            + """,
+                        edges: window.trajlabDag ? window.trajlabDag.edgeCount() : window.cy.edges().length,
+                        js_bytes: js.reduce((a, e) => a + e.transferSize, 0),
+                        js_raw: js.reduce((a, e) => a + e.decodedBodySize, 0)}; }"""
+        )
+        t_data = t_nav + marks["data"] / 1000
+        marks["calls_before_data"] = sum(1 for c in calls if c <= t_data)
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        # one redraw of the whole graph in view (what a pan or zoom costs), canvas renderer only
+        marks["redraw_all"] = pg.evaluate(
+            "() => { const d = window.trajlabDag; if (!d) return null; d.fit(); d.drawNow();"
+            " const t = []; for (let i = 0; i < 7; i++) { t.push(d.drawNow()); }"
+            " return t.sort((a, b) => a - b)[3]; }"
+        )
+        pg.close()
+        marks["done"] = done
+        marks["cpu"] = metrics.get("ThreadTime", 0.0) * 1000
+        return marks
+
+    for label, query in DAG_VIEWS:
+        res = [dag_load(query) for _ in range(repeat)]
+
+        def med(k: str, res=res) -> float:
+            return statistics.median(r[k] for r in res)
+
+        out[f"dag_{label}_ms"] = done = med("done")
+        out[f"dag_{label}_first_ms"] = first = med("first")
+        out[f"dag_{label}_main_thread_cpu_ms"] = cpu = med("cpu")
+        out[f"dag_{label}_data_ms"] = data = med("data")
+        out[f"dag_{label}_from_data_ms"] = statistics.median(r["done"] - r["data"] for r in res)
+        out[f"dag_{label}_first_from_data_ms"] = statistics.median(r["first"] - r["data"] for r in res)
+        out[f"dag_{label}_nodes"] = res[0]["nodes"]
+        out[f"dag_{label}_edges"] = res[0]["edges"]
+        redraw = [r["redraw_all"] for r in res if r["redraw_all"] is not None]
+        out[f"dag_{label}_redraw_all_ms"] = statistics.median(redraw) if redraw else None
+        print(
+            f"browser: DAG {label:<12} {res[0]['nodes']:>5,} nodes + {res[0]['edges']:,} edges drawn in {done:6.0f} ms,"
+            f" first nodes at {first:6.0f} ms, page main-thread CPU {cpu:6.0f} ms (median of {repeat}, from"
+            " navigation start)"
+        )
+        print(
+            f"         {'':<12} from data arrival: drawn in {out[f'dag_{label}_from_data_ms']:6.0f} ms, first nodes"
+            f" after {out[f'dag_{label}_first_from_data_ms']:4.0f} ms; timeline: scripts loaded {med('scripts'):.0f},"
+            f" DOMContentLoaded {med('dcl'):.0f}, layout {med('layout'):.0f}, page callback {med('page'):.0f},"
+            f" data in the page {data:.0f} ms; {res[0]['calls_before_data']} callback round trip(s) before"
+            f" the data; JS {res[0]['js_bytes'] / 1e6:.2f} MB transferred for {res[0]['js_raw'] / 1e6:.2f} MB"
+            + (f"; one redraw of the whole graph {statistics.median(redraw):.1f} ms" if redraw else "")
+        )
+    print(
+        f"ratios: one-shot / progressive total {out['dag_one-shot_ms'] / out['dag_progressive_ms']:.2f}x, "
+        f"first nodes {out['dag_one-shot_first_ms'] / out['dag_progressive_first_ms']:.2f}x"
+    )
     return out
 
 
@@ -608,6 +691,13 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--json", default=None, help="Write the figures to this file.")
+    ap.add_argument("--dag-only", action="store_true", help="Only the browser loads of the DAG page.")
+    ap.add_argument(
+        "--baseline-ref",
+        default=None,
+        help="Also load the DAG page served by this git commit's trajlab (e.g. deda22a, the last Cytoscape "
+        "renderer) in the same run, and print the ratios.",
+    )
     a = ap.parse_args()
     path = Path(f"{a.lab}-{a.n}")
     lab = Lab.open(path) if (path / "lab.json").exists() else None
@@ -623,9 +713,18 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}"
     )
+    if a.dag_only:
+        res = dag_only(lab, a.repeat)
+        if a.json:
+            Path(a.json).write_text(json.dumps(res, indent=2, default=str))
+        return
     res = server_bench(lab, a.repeat)
     if not a.no_browser:
         res.update(browser_bench(lab, a.repeat, a.n))
+        if a.baseline_ref:
+            base = baseline_dag(a.baseline_ref, a)
+            res["baseline"] = {"ref": a.baseline_ref, **base}
+            compare(res, base, a.baseline_ref)
     goal = "met" if res["runs_page_max_ms"] < 300 else "NOT met"
     print(
         f"\ngoal page of runs < 300 ms server time: {goal} (median {res['runs_page_median_ms']:.1f} ms, "
@@ -634,7 +733,9 @@ def main() -> None:
     if "dag_progressive_ms" in res:
         goal = "met" if res["dag_progressive_ms"] < 2000 else "NOT met"
         print(
-            f"goal 2,000-step DAG drawn < 2 s in headless Chromium: {goal} ({res['dag_progressive_ms']:.0f} ms)"
+            f"goal 2,000-step DAG drawn < 2 s in headless Chromium: {goal} ({res['dag_progressive_ms']:.0f} ms"
+            f" progressive, {res['dag_one-shot_ms']:.0f} ms in one go, every node and edge; load average now"
+            f" {os.getloadavg()[0]:.1f})"
         )
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2, default=str))

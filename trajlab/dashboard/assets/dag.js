@@ -34,6 +34,7 @@
   const MAX_ZOOM = 1.6;
   const FONT_PX = 11;
   const MIN_FONT_PX = 7;  // labels smaller than this on screen are not drawn (as Cytoscape did)
+  const CHUNK_BUDGET_MS = 12;  // main-thread time spent adding chunks before the next frame
   const FONT = FONT_PX + 'px system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif';
 
   const empty = () => ({
@@ -432,6 +433,11 @@
     },
     fit: fit,
     zoom: (z) => { zoomAt(z / S.scale, S.w / 2, S.h / 2); },
+    drawNow: function () {  // draw synchronously; returns the milliseconds it took (benchmark)
+      const t = performance.now();
+      draw();
+      return performance.now() - t;
+    },
   };
 
   // -- progressive drawing, from the `dag-chunks` store ----------------------------------------------
@@ -460,13 +466,21 @@
           performance.mark('trajlab-dag-added');
         };
         const later = (fn) => window.requestAnimationFrame(() => setTimeout(fn, 0));
+        // After the first chunk is on screen, the others are added in as few frames as a budget of
+        // main-thread time allows (at least one chunk per frame): adding is cheap on the canvas, and
+        // every frame waited for costs more than the work itself on a busy machine.
         const next = function (i) {
           if (token !== window.__trajlabDagToken) { return; }  // superseded
           if (i >= chunks.length) { done(); return; }
-          addChunk(chunks[i], data);
+          const t0 = performance.now();
+          do {
+            performance.mark('trajlab-dag-chunk-' + i);
+            addChunk(chunks[i], data);
+            i += 1;
+          } while (i < chunks.length && performance.now() - t0 < CHUNK_BUDGET_MS);
           request();
-          dc.set_props('dag-info', {children: info(i + 1)});
-          later(() => next(i + 1));
+          dc.set_props('dag-info', {children: info(i)});
+          if (i >= chunks.length) { done(); } else { later(() => next(i)); }
         };
         const first = function () {
           if (token !== window.__trajlabDagToken) { return false; }
