@@ -17,7 +17,7 @@ fresh subprocess, in interleaved order, so that each mode sees the same page cac
 Times are wall-clock around the work inside the subprocess (interpreter start-up and imports
 excluded); CPU time of the process tree is reported too, and for ingest the parent's own CPU time.
 Peak memory is sampled from /proc for the whole process tree (parent + workers): the sum of RSS
-(pessimistic, counts pages shared after fork twice) every 20 ms from `statm` (cheap), and the sum of
+(pessimistic, counts pages shared after fork twice) every 50 ms from `statm` (cheap), and the sum of
 PSS every 0.5 s from `smaps_rollup` (which walks the page tables: sampling it every 20 ms cost the
 benchmark about a third of a core, taken from the workers when they use both cores). The sampler's
 own CPU time is reported. Results: a table on stdout and bench/out/bench_ingest.json.
@@ -144,7 +144,7 @@ class TreeMemory:
 
     RSS every `interval` s, PSS every `pss_interval` s; `cpu` is the sampler thread's own CPU time."""
 
-    def __init__(self, pid: int, interval: float = 0.02, pss_interval: float = 0.5):
+    def __init__(self, pid: int, interval: float = 0.05, pss_interval: float = 0.5):
         self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
         self.peak_rss = self.peak_pss = 0
         self.max_procs = 0

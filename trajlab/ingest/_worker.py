@@ -25,12 +25,13 @@ import xxhash
 from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..schema import DIGEST_ALGORITHM, TABLES, default_row
-from ..store import PartWriter, table_schema
+from ..store import PartWriter, rows_to_table, table_schema
 from ._meta import MetaIndex, apply_meta
 from ._rows import RowProblem, convert_rows, raw_row
 
 UNIT_BUFFER_BYTES = 256 << 20  # Arrow bytes of one unit held back until it parses cleanly
 CHUNK_STEPS = 8192  # steps converted to Arrow at a time
+WAIT_BYTES = 32 << 20  # input bytes of small units whose rows wait to be converted together
 RAW_KEEP_MAX = 16 << 20  # whole unreadable files larger than this are referenced, not copied
 
 
@@ -135,11 +136,33 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
     folder = Path(staging) / f"w{os.getpid()}-{os.urandom(4).hex()}"
     writers = _Writers(folder, generation)
     result = BatchResult()
+    meta = _STATE["meta"]
+    waiting: list[_Open] = []  # small units whose rows are converted together, in unit order
+    waiting_steps = waiting_bytes = 0
+
+    def close_waiting() -> None:
+        nonlocal waiting_steps, waiting_bytes
+        if len(waiting) > 1:
+            _convert_together(waiting, writers)
+        for w in waiting:
+            result.units.append(_close_unit(w, writers, meta))
+        waiting.clear()
+        waiting_steps = waiting_bytes = 0
+
     with _parsing_gc():
         for unit in units:
-            ur = _parse_unit(unit, writers, _STATE["defaults"], _STATE["meta"])
-            result.units.append(ur)
-            result.bytes += sum(ur.source["sizes"])
+            op = _open_unit(unit, writers, _STATE["defaults"], meta)
+            result.bytes += sum(op.sizes)
+            if not op.deferrable:
+                close_waiting()
+                result.units.append(_close_unit(op, writers, meta))
+                continue
+            waiting.append(op)
+            waiting_steps += len(op.rows.pending_s)
+            waiting_bytes += sum(op.sizes)
+            if waiting_steps >= CHUNK_STEPS or waiting_bytes >= WAIT_BYTES:
+                close_waiting()
+        close_waiting()
         result.parts = writers.close()
     # Flush the parts to disk here, in parallel with the other workers: the commit fsyncs them again
     # (durability is its job), which is then nearly free instead of a serial wait at the end.
@@ -257,9 +280,35 @@ def _stat(unit: SourceUnit) -> tuple[list[int], list[int]]:
     return sizes, mtimes
 
 
-def _parse_unit(
+@dataclass
+class _Open:
+    """A unit whose parsing is done but whose last rows may not be converted to Arrow yet."""
+
+    unit: SourceUnit
+    runner: str
+    ctx: ParseContext
+    res: UnitResult
+    rows: _UnitRows
+    tids: list[str]
+    applied_meta: list[dict[str, Any]]
+    sizes: list[int]
+    mtimes: list[int]
+    now: datetime
+    fmt: str
+    parsed: bool = False  # the adapter ran (not skipped because the unit could not even be hashed)
+    error: str | None = None
+
+    @property
+    def deferrable(self) -> bool:
+        """Its rows can wait to be converted together with the next units' (see `_convert_together`)."""
+        r = self.rows
+        return self.error is None and not r.streaming and not r.held
+
+
+def _open_unit(
     unit: SourceUnit, writers: _Writers, defaults: dict[str, Any], meta: MetaIndex | None
-) -> UnitResult:
+) -> _Open:
+    """Parse a unit and finish its trajectories; rows beyond CHUNK_STEPS are converted on the way."""
     now = datetime.now(timezone.utc)
     adapter = get_adapter(unit.adapter)
     sizes, mtimes = _stat(unit)
@@ -270,49 +319,105 @@ def _parse_unit(
         except OSError as e:
             ctx.quarantine(unit.primary, f"{unit.primary.name}: cannot read: {e}", "io")
             unit.digest = f"{DIGEST_ALGORITHM}:unreadable"
-    res = UnitResult(source={}, runner=adapter.runner)
-    rows = _UnitRows(writers, ctx)
-    tids: list[str] = []
-    applied_meta: list[dict[str, Any]] = []
-    error: str | None = None
-    if not ctx.quarantined:
+    op = _Open(
+        unit,
+        adapter.runner,
+        ctx,
+        UnitResult(source={}, runner=adapter.runner),
+        _UnitRows(writers, ctx),
+        [],
+        [],
+        sizes,
+        mtimes,
+        now,
+        adapter.name,
+    )
+    if ctx.quarantined:
+        return op
+    res, rows = op.res, op.rows
+    op.parsed = True
+    try:
+        for pt in adapter.parse(unit, ctx):
+            t, steps = finish_trajectory(pt, unit, adapter.runner, adapter.name, now, defaults)
+            if meta:
+                m = meta.lookup(str(unit.primary), t.get("native_id"))
+                if m:
+                    apply_meta(t, m)
+                    op.applied_meta.append(m)
+            op.tids.append(t["trajectory_id"])
+            res.trajectories += 1
+            res.steps += len(steps)
+            res.tool_calls += t["n_tool_calls"]
+            rows.add(t, steps)
+    except Exception as e:  # an adapter bug must not lose the file: quarantine what was not ingested
+        _failed(op, e)
+    return op
+
+
+def _failed(op: _Open, e: Exception) -> None:
+    unit, ctx, res, rows = op.unit, op.ctx, op.res, op.rows
+    if isinstance(e, OSError):
+        etype, error, tb = "io", f"{unit.primary.name}: cannot read: {e}", ""
+    else:
+        kind = "rows do not fit the lab schema" if isinstance(e, SchemaError) else "adapter failed"
+        etype, error = "adapter", f"{unit.adapter}: {kind}: {type(e).__name__}: {e}"
+        tb = "\n" + traceback.format_exc(limit=4)
+    op.error = error
+    if not rows.streaming:  # nothing of this unit was written: quarantine the whole unit
+        rows.drop()
+        ctx.records_ingested = 0
+        ctx.records_seen = len(ctx.quarantined)
+        op.tids, res.trajectories, res.steps, res.tool_calls = [], 0, 0, 0
+        ctx.quarantine(unit.primary, f"{error}{tb}", etype, _read_small(unit.primary))
+    else:
+        ctx.quarantine(unit.primary, f"{error} after {len(op.tids)} trajectories{tb}", etype)
+
+
+def _convert_together(ops: list[_Open], writers: _Writers) -> bool:
+    """Convert the pending rows of several small units as one chunk (one Arrow conversion instead of
+    two per unit, whose fixed cost dominated small units). Only when every row converts cleanly: on
+    any problem nothing is written and each unit converts alone, which reports the problem per unit
+    exactly as before. Unknown columns are looked for in each unit's first rows, as `rows_to_table`
+    does per call."""
+    steps = [s for op in ops for s in op.rows.pending_s]
+    trajs = [t for op in ops for t in op.rows.pending_t]
+    for op in ops:
+        for rows, schema in ((op.rows.pending_s, _STEP_SCHEMA), (op.rows.pending_t, _TRAJ_SCHEMA)):
+            names = schema.names
+            if any(k not in names and not k.startswith("_") for r in rows[:64] for k in r):
+                return False
+    try:
+        steps_table = rows_to_table(steps, _STEP_SCHEMA, _STEP_DEFAULTS)
+        trajs_table = rows_to_table(trajs, _TRAJ_SCHEMA, _TRAJ_DEFAULTS)
+    except SchemaError:
+        return False
+    if trajs_table.num_rows:
+        writers.get("trajectories").write_table(trajs_table)
+    if steps_table.num_rows:
+        writers.get("steps").write_table(steps_table)
+    for op in ops:
+        op.rows.pending_s, op.rows.pending_t = [], []
+    return True
+
+
+def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitResult:
+    """Convert what is left of the unit's rows, write them and its quarantine rows; its `sources` row."""
+    unit, ctx, res, rows = op.unit, op.ctx, op.res, op.rows
+    if op.parsed and op.error is None:
         try:
-            for pt in adapter.parse(unit, ctx):
-                t, steps = finish_trajectory(pt, unit, adapter.runner, adapter.name, now, defaults)
-                if meta:
-                    m = meta.lookup(str(unit.primary), t.get("native_id"))
-                    if m:
-                        apply_meta(t, m)
-                        applied_meta.append(m)
-                tids.append(t["trajectory_id"])
-                res.trajectories += 1
-                res.steps += len(steps)
-                res.tool_calls += t["n_tool_calls"]
-                rows.add(t, steps)
             rows.convert()
+        except Exception as e:
+            _failed(op, e)
+        else:
             res.steps -= rows.dropped_steps
             res.tool_calls -= rows.dropped_calls
             for tid, t in rows.dropped.items():
-                tids.remove(tid)
+                op.tids.remove(tid)
                 res.trajectories -= 1
                 res.steps -= t.get("n_steps") or 0
                 res.tool_calls -= t.get("n_tool_calls") or 0
-        except Exception as e:  # an adapter bug must not lose the file: quarantine what was not ingested
-            if isinstance(e, OSError):
-                etype, error, tb = "io", f"{unit.primary.name}: cannot read: {e}", ""
-            else:
-                kind = "rows do not fit the lab schema" if isinstance(e, SchemaError) else "adapter failed"
-                etype, error = "adapter", f"{unit.adapter}: {kind}: {type(e).__name__}: {e}"
-                tb = "\n" + traceback.format_exc(limit=4)
-            if not rows.streaming:  # nothing of this unit was written: quarantine the whole unit
-                rows.drop()
-                ctx.records_ingested = 0
-                ctx.records_seen = len(ctx.quarantined)
-                tids, res.trajectories, res.steps, res.tool_calls = [], 0, 0, 0
-                ctx.quarantine(unit.primary, f"{error}{tb}", etype, _read_small(unit.primary))
-            else:
-                ctx.quarantine(unit.primary, f"{error} after {len(tids)} trajectories{tb}", etype)
     rows.release()
+    sizes, now = op.sizes, op.now
     if ctx.records_seen == 0 and not ctx.quarantined:
         empty = all(s == 0 for s in sizes)
         ctx.quarantine(
@@ -329,7 +434,7 @@ def _parse_unit(
                     "source_path": q.source_path,
                     "line": q.line,
                     "byte_offset": q.byte_offset,
-                    "runner": adapter.runner,
+                    "runner": op.runner,
                     "reason": q.reason,
                     "error_type": q.error_type,
                     "raw": q.raw,
@@ -339,16 +444,17 @@ def _parse_unit(
                 }
             )
             res.quarantined.append((q.source_path, q.line, q.byte_offset, q.reason.split("\n", 1)[0]))
+    tids = op.tids
     status = ("partial" if ctx.quarantined else "ingested") if tids else "quarantined"
     res.source = {
         "source_path": str(unit.primary),
         "files": [str(f) for f in unit.files],
         "sizes": sizes,
-        "mtimes_ns": mtimes,
+        "mtimes_ns": op.mtimes,
         "digest": unit.digest,
-        "meta_digest": meta.digest_of(applied_meta) if meta is not None and applied_meta else None,
-        "runner": adapter.runner,
-        "format": adapter.name,
+        "meta_digest": meta.digest_of(op.applied_meta) if meta is not None and op.applied_meta else None,
+        "runner": op.runner,
+        "format": op.fmt,
         "status": status,
         "records_seen": ctx.records_seen,
         "records_ingested": ctx.records_ingested,
@@ -356,7 +462,7 @@ def _parse_unit(
         "trajectory_ids": tids,
         "n_steps": res.steps,
         "n_tool_calls": res.tool_calls,
-        "error": error or (ctx.quarantined[0].reason if status == "quarantined" else None),
+        "error": op.error or (ctx.quarantined[0].reason if status == "quarantined" else None),
         "ingested_at": now,
     }
     return res
