@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import ahocorasick
+import ahocorasick_rs
 import orjson
 
 from ._analyze import analyze
@@ -352,13 +352,11 @@ class _Builder:
             self.wanted[basename(p)].append(("b", last, p))
         for u, last in urls.items():
             self.wanted[u].append(("u", last, u))
-        self.finder = None
+        self.finder: ahocorasick_rs.AhoCorasick | None = None
         self.last_use = max([*values.values(), *paths.values(), *urls.values()], default=-1)
-        if self.wanted:
-            self.finder = ahocorasick.Automaton()
-            for key in self.wanted:
-                self.finder.add_word(key, key)
-            self.finder.make_automaton()
+        keys = [k for k in self.wanted if k]
+        if keys:  # a DFA: costlier to build than an NFA, but the search is what runs for every output
+            self.finder = ahocorasick_rs.AhoCorasick(keys, implementation=ahocorasick_rs.Implementation.DFA)
 
     # -- pass 2: data edges --------------------------------------------------------------------------
 
@@ -474,7 +472,7 @@ class _Builder:
         ix = self.ix
         if self.finder is not None and node < self.last_use:
             done: set[str] = set()
-            for key in {k for _, k in self.finder.iter(t)}:
+            for key in set(self.finder.find_matches_as_strings(t, overlapping=True)):
                 for kind, last, target in self.wanted[key]:
                     if last <= node:
                         continue
