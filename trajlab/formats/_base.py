@@ -244,5 +244,4 @@ class Adapter:
         raise NotImplementedError
 
     def matches_extension(self, path: Path) -> bool:
-        name = path.name.lower()
-        return any(name.endswith(ext) for ext in self.extensions)
+        return path.name.lower().endswith(self.extensions)

@@ -27,21 +27,31 @@ from ._report import IngestReport
 from ._worker import RAW_KEEP_MAX, BatchResult, init_worker, parse_batch
 
 BATCH_BYTES = 48 << 20
+MIN_BATCH_BYTES = 1 << 20
 POOL_MIN_BYTES = 8 << 20  # below this, starting worker processes costs more than it saves
 COMMIT_EVERY_BYTES = 4 << 30
 DERIVED_TABLES = ("dag_nodes", "dag_edges", "dag_metrics")
 
 
 def _batches(units: list[SourceUnit], sizes: dict[str, int], n_workers: int) -> list[list[SourceUnit]]:
-    """Group units into batches of about BATCH_BYTES (smaller when there is little input), biggest first."""
-    total = sum(sizes.values()) or 1
-    target = max(1 << 20, min(BATCH_BYTES, total // max(n_workers * 4, 1)))
+    """Group units into batches, biggest units first, of about BATCH_BYTES (less when there is little
+    input). With several workers the batches shrink towards the end (each about 1/(2N) of what is left,
+    down to MIN_BATCH_BYTES), so that the workers finish together instead of one idling through the
+    other's last big batch."""
+    todo = sorted(units, key=lambda u: -sizes[str(u.primary)])
+    left = sum(sizes[str(u.primary)] for u in todo) or 1
+    cap = max(MIN_BATCH_BYTES, min(BATCH_BYTES, left // max(n_workers * 4, 1)))
     out: list[list[SourceUnit]] = []
     cur: list[SourceUnit] = []
     cur_bytes = 0
-    for u in sorted(units, key=lambda u: -sizes[str(u.primary)]):
+    target = cap
+    for u in todo:
+        if not cur and n_workers > 1:
+            target = max(MIN_BATCH_BYTES, min(cap, left // (2 * n_workers)))
+        size = sizes[str(u.primary)]
         cur.append(u)
-        cur_bytes += sizes[str(u.primary)]
+        cur_bytes += size
+        left -= size
         if cur_bytes >= target:
             out.append(cur)
             cur, cur_bytes = [], 0
