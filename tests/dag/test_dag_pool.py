@@ -1,0 +1,136 @@
+"""Parallel builds: tasks own whole trajectories, and worker processes write exactly the tables that a
+build in one process writes (steps spread over several part files and row groups)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dagfix import Run
+from test_omni import audio_run, mixed_run, video_run
+
+import trajlab.dag._store as dag_store
+from trajlab.dag import build_lab
+from trajlab.dag._scan import Task, make_tasks, step_rows
+from trajlab.schema import TABLES, default_row
+from trajlab.store import Lab, rows_to_table, table_schema
+
+
+def _runs() -> list[Run]:
+    runs = []
+    for k in range(12):
+        r = [video_run, audio_run, lambda: mixed_run(True), lambda: mixed_run(False)][k % 4]()
+        tid = f"t_pool_{k:02d}"
+        r.trajectory["trajectory_id"] = tid
+        for s in r.steps:
+            s["trajectory_id"] = tid
+        runs.append(r)
+    return runs
+
+
+def _step_table(rows: list[dict[str, Any]]) -> pa.Table:
+    rows = [{**s, "step_id": f"{s['trajectory_id']}:{s['step_index']}"} for s in rows]
+    return rows_to_table(rows, table_schema("steps"), default_row(TABLES["steps"]))
+
+
+def _write_part(lab: Lab, txn: Any, name: str, rows: list[dict[str, Any]], row_group: int) -> None:
+    path = txn.staging_dir / name
+    pq.write_table(_step_table(rows), path, row_group_size=row_group)
+    txn.add_part("steps", path)
+
+
+@pytest.fixture()
+def lab(tmp_path: Path) -> Lab:
+    """12 trajectories in 3 part files with row groups of 7 steps: most trajectories cross a row
+    group, t_pool_05 is split between two part files, and t_pool_09's steps come last-half first."""
+    lab = Lab.create(tmp_path / "lab")
+    runs = _runs()
+    now = datetime.now(timezone.utc)
+    traj = [
+        {**r.trajectory, "format": "fixture", "source_path": f"/f/{r.trajectory['trajectory_id']}",
+         "source_digest": "xxh3_128:0", "n_steps": len(r.steps), "ingested_at": now}
+        for r in runs
+    ]  # fmt: skip
+    steps = [s for r in runs for s in r.steps]
+    split = [s for s in steps if s["trajectory_id"] == "t_pool_05"]
+    first = [s for s in steps if s["trajectory_id"] < "t_pool_05"] + split[: len(split) // 2]
+    second = split[len(split) // 2 :] + [s for s in steps if "t_pool_05" < s["trajectory_id"] < "t_pool_09"]
+    late = [s for s in steps if s["trajectory_id"] == "t_pool_09"]
+    third = (
+        late[len(late) // 2 :]
+        + late[: len(late) // 2]
+        + [s for s in steps if s["trajectory_id"] > "t_pool_09"]
+    )
+    with lab.write("fixture") as txn:
+        txn.append("trajectories", traj)
+        for k, part in enumerate((first, second, third)):
+            _write_part(lab, txn, f"p{k}.parquet", part, 7)
+    lab = lab.refresh()
+    assert len(lab.files("steps")) == 3 and lab.rows("steps") == len(steps)
+    return lab
+
+
+def _tables(lab: Lab) -> dict[str, list[dict[str, Any]]]:
+    keys = {"dag_nodes": ("node_id",), "dag_edges": ("src", "dst", "type"), "dag_metrics": ()}
+    out = {}
+    for table, k in keys.items():
+        rows = lab.read(table).to_pylist()
+        for r in rows:
+            r.pop("built_at", None)
+        out[table] = sorted(rows, key=lambda r: (r["trajectory_id"], *(r[c] for c in k)))
+    return out
+
+
+def test_workers_write_the_same_tables_as_one_process(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    one = build_lab(lab, rebuild=True, progress=False, workers=1)
+    assert (one.built, one.failed) == (12, [])
+    single = _tables(lab)
+    assert len(single["dag_metrics"]) == 12 and len(single["dag_nodes"]) == one.steps == lab.rows("steps")
+    monkeypatch.setattr(dag_store, "POOL_MIN_STEPS", 0)  # a pool for this small lab,
+    monkeypatch.setattr(dag_store, "TASK_STEPS", 10)  # cut into many small tasks
+    pool = build_lab(lab, rebuild=True, progress=False, workers=2)
+    assert (pool.built, pool.steps, pool.nodes, pool.edges, pool.candidates) == (
+        one.built, one.steps, one.nodes, one.edges, one.candidates,
+    )  # fmt: skip
+    assert pool.anomaly_kinds == one.anomaly_kinds
+    lab = lab.refresh()
+    assert len(lab.files("dag_nodes")) > 1  # several tasks wrote their own parts
+    parallel = _tables(lab)
+    for table in single:
+        assert parallel[table] == single[table], table
+    # the split and reordered trajectories were built whole, not in pieces
+    m = {r["trajectory_id"]: r for r in parallel["dag_metrics"]}
+    n5 = sum(1 for r in parallel["dag_nodes"] if r["trajectory_id"] == "t_pool_05")
+    assert m["t_pool_05"]["n_nodes"] == n5 == len(audio_run().steps)  # k = 5: an audio run
+    assert "steps out of order in the input: sorted by step_index" in m["t_pool_09"]["anomalies"]
+    assert not any("out of order" in a for t, r in m.items() if t != "t_pool_09" for a in r["anomalies"])
+
+
+def test_tasks_own_whole_trajectories_and_read_their_row_groups() -> None:
+    a, b = Path("a.parquet"), Path("b.parquet")
+    # (part, row group, trajectory, rows) in storage order: t1 spans a:0-1, t3 spans a:1 and b:0
+    where = [(a, 0, "t1", 5), (a, 1, "t1", 2), (a, 1, "t2", 3), (a, 1, "t3", 1), (b, 0, "t3", 4),
+             (b, 0, "t4", 6), (b, 1, "t5", 2)]  # fmt: skip
+    counts = {"t1": 7, "t2": 3, "t3": 5, "t4": 6, "t5": 2}
+    trows = {t: {"trajectory_id": t} for t in counts}
+    tasks = make_tasks(where, counts, trows, task_steps=8)
+    owned = [sorted(t.counts) for t in tasks]
+    assert owned == [["t1", "t2"], ["t3", "t4"], ["t5"]]
+    assert [t.reads for t in tasks] == [[(a, [0, 1])], [(a, [1]), (b, [0])], [(b, [1])]]
+    assert [t.steps for t in tasks] == [10, 11, 2]
+    assert all(isinstance(t, Task) and t.trajectories.keys() == t.counts.keys() for t in tasks)
+    one = make_tasks(where, counts, trows, task_steps=10**9)
+    assert len(one) == 1 and one[0].reads == [(a, [0, 1]), (b, [0, 1])] and one[0].steps == 23
+
+
+def test_step_rows_timestamps_are_the_datetimes_posix_seconds() -> None:
+    t = datetime(2026, 2, 1, 12, 30, 5, 123457, tzinfo=timezone.utc)
+    row = {"trajectory_id": "t", "step_index": 0, "kind": "user", "timestamp": t}
+    batch = _step_table([row]).select(["trajectory_id", "step_index", "timestamp"]).to_batches()[0]
+    out = step_rows(batch)
+    assert out[0]["timestamp"] == t.timestamp() and isinstance(out[0]["timestamp"], float)
+    assert out[0]["step_index"] == 0
