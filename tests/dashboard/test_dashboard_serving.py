@@ -12,7 +12,7 @@ from dash_labs import long_run, runs_lab
 
 from trajlab.dag import build_lab, load_dag
 from trajlab.dashboard import Highlights, build_view, create_app
-from trajlab.dashboard._page_trajectory import NODE_COLUMNS, chunk_payload
+from trajlab.dashboard._page_trajectory import NODE_COLUMNS, chunk_payload, payload_json
 
 TID = "t_serving_long"
 
@@ -102,6 +102,8 @@ def test_column_form_rebuilds_the_same_elements(app):
         view = build_view(dag, hl, **kw)
         payload = chunk_payload(view)
         assert _expand(payload) == view.elements
+        assert json.loads(payload_json(view)) == payload
+        assert payload_json(view) is payload_json(view)  # serialized once per (cached) view
         assert payload["counts"][-1] == view.n_visible
         assert len(payload["chunks"]) == len(view.chunks)
         one = chunk_payload(view, chunked=False)
@@ -120,7 +122,10 @@ def test_trajectory_page_brings_its_dag(app):
     client = app.server.test_client()
     page, headers = _route(client, f"/trajectory/{TID}", "?fold=0&agents=none&step=5")
     assert headers["Content-Encoding"] == "gzip"
-    payload = _find(page, "dag-chunks")["data"]
+    # one JSON string (Dash does not walk its lists); the same as chunk_payload, element for element
+    raw = _find(page, "dag-chunks")["data"]
+    assert isinstance(raw, str)
+    payload = json.loads(raw)
     assert payload["n_nodes"] == payload["n_visible"] == payload["counts"][-1] == 700
     assert [len(c["n"]["id"]) for c in payload["chunks"]] == [400, 300]  # top layers first
     nodes = [el for el in _expand(payload) if "source" not in el["data"]]
@@ -132,7 +137,7 @@ def test_trajectory_page_brings_its_dag(app):
     # the step named in the URL is already in the inspector
     assert "Step 5 · tool_call" in json.dumps(_find(page, "inspector"), ensure_ascii=False)
     # folded by default (700 > 150 nodes): fewer visible nodes, sub-agents folded into one node each
-    folded = _find(_route(client, f"/trajectory/{TID}")[0], "dag-chunks")["data"]
+    folded = json.loads(_find(_route(client, f"/trajectory/{TID}")[0], "dag-chunks")["data"])
     assert folded["n_nodes"] == 700 and folded["n_visible"] < 300
     assert sum(k == "agent" for c in folded["chunks"] for k in c["n"]["kind"]) == 2
     # an unknown trajectory is a message, not a crash

@@ -8,6 +8,7 @@ function the page's callback calls, with the page's default filter values and fi
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -177,7 +178,8 @@ def _check_trajectories(ctx: DashContext, n: int) -> list[PanelCheck]:
         try:
             layout = trajectory_layout(ctx, tid)
             errors = _messages(layout, "error")
-            payload = _find(layout, "dag-chunks")
+            found = _find(layout, "dag-chunks")
+            payload = json.loads(found) if isinstance(found, str) else found  # sent as one JSON string
             note = "; ".join(errors) or (
                 f"step DAG of {payload['n_nodes']:,} steps, {payload['n_visible']:,} nodes shown "
                 f"in {len(payload['chunks'])} chunk(s)"

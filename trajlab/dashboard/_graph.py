@@ -82,6 +82,8 @@ class GraphView:
     groups: dict[str, list[int]] = field(default_factory=dict)
     agents: dict[str, int] = field(default_factory=dict)
     collapsed_agents: list[str] = field(default_factory=list)
+    payloads: dict[bool, str] = field(default_factory=dict, repr=False, compare=False)
+    """The browser's JSON of this view, chunked or not (filled by the trajectory page, kept with the view)."""
 
 
 def _similar_key(n: dict[str, Any]) -> tuple[Any, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -237,7 +238,7 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                 className="dag-box",
             ),
             _legend(),
-            dcc.Store(id="dag-chunks", data=chunk_payload(view, chunked=chunked)),
+            dcc.Store(id="dag-chunks", data=payload_json(view, chunked=chunked)),
             dcc.Store(id="dag-opts", data={"chunked": chunked}),
             dcc.Store(id="dag-expanded", data=[]),
             dcc.Store(id="dag-tap"),  # set by assets/dag.js when a node is clicked
@@ -503,7 +504,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         if not tid:
             raise PreventUpdate
         view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, collapse, min_run, agents, expanded))
-        return chunk_payload(view, chunked=(opts or {}).get("chunked", True))
+        return payload_json(view, chunked=(opts or {}).get("chunked", True))
 
     # Drawn in the browser, one chunk per animation frame (assets/dag.js).
     app.clientside_callback(
@@ -568,6 +569,19 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         if step is None or not tid:
             raise PreventUpdate
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))
+
+
+def payload_json(view: GraphView, chunked: bool = True) -> str:
+    """`chunk_payload` as one JSON string, made once per view (the view is cached per lab generation).
+
+    A string because Dash would otherwise walk every element of every column on the way out (plotly's
+    JSON cleaning took ~100 ms for the 0.35 MB of a 2,000-step DAG, more than building the page) and
+    the renderer would carry the nested lists through its props; assets/dag.js parses it in a few ms.
+    """
+    if chunked not in view.payloads:
+        payload = chunk_payload(view, chunked=chunked)
+        view.payloads[chunked] = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return view.payloads[chunked]
 
 
 NODE_COLUMNS = ("id", "label", "kind", "node_kind", "first", "last", "count", "agent", "modality", "status")

@@ -450,6 +450,9 @@
       },
       drawDag: function (data) {
         const dc = window.dash_clientside;
+        if (typeof data === 'string') {
+          data = JSON.parse(data);  // the server sends the payload as one JSON string (see payload_json)
+        }
         if (!data || !data.chunks) {
           return dc.no_update;
         }
