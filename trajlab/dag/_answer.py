@@ -20,6 +20,7 @@ DERIVED_MAX_PER_OUTPUT = 6
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 # numbers (one digit too) that are not clock times, line-number prefixes or parts of names
 _NUM_RE = re.compile(r"(?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d)")
+_NUM_ITER = _NUM_RE.finditer
 _PIECE_RE = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\d")
 _STOP = frozenset(
     [
@@ -125,9 +126,12 @@ def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[in
     ][:DERIVED_LOOKBACK]
     nums: dict[float, int] = {}
     for i in recent:
-        found_here = _NUM_RE.findall(clip(b.by_idx[i].get("output") or ""))
+        found_here = list(
+            itertools.islice(_NUM_ITER(clip(b.by_idx[i].get("output") or "")), DERIVED_MAX_PER_OUTPUT + 1)
+        )
         if len(found_here) > DERIVED_MAX_PER_OUTPUT:
             continue  # a metadata dump (ffprobe, logs): too many numbers to tell a result from noise
+        found_here = [m.group() for m in found_here]
         for v in found_here:
             x = _number(v)
             if x is not None and x not in nums and len(nums) < DERIVED_MAX_NUMBERS:
@@ -219,9 +223,23 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
             supported.append(piece)
     if words:
         outs = [(i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "")) for i in reversed(evid)]
+        lowered: dict[
+            int, str
+        ] = {}  # an output holds one of a word's forms only if its lowercase holds the word's
+
+        def low(i: int, o: str) -> str:
+            x = lowered.get(i)
+            if x is None:
+                x = lowered[i] = o.lower()
+            return x
+
         for w in words[:20]:
             forms = list(dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())))
-            src = next((i for i, o in outs if any(f in o and has_path(o, f) for f in forms)), None)
+            wl = w.lower()
+            src = next(
+                (i for i, o in outs if wl in low(i, o) and any(f in o and has_path(o, f) for f in forms)),
+                None,
+            )
             if src is not None:
                 b.edge(src, answer, "answer", w, "answer-term")
                 supported.append(w)

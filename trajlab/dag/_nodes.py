@@ -36,7 +36,9 @@ def clean_label(text: str | None, width: int = 80) -> str | None:
     if not head and len(text) > width * 4:
         head = text.lstrip()[: width * 4]
     cut = head.find("\n")
-    line = (head if cut < 0 else head[:cut]).strip().translate(_CTRL)
+    line = (head if cut < 0 else head[:cut]).strip()
+    if not line.isprintable():  # printable text has no control characters: nothing to replace
+        line = line.translate(_CTRL)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
