@@ -11,7 +11,9 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,6 +33,7 @@ from ._rows import RowProblem, convert_rows, raw_row
 
 UNIT_BUFFER_BYTES = 256 << 20  # Arrow bytes of one unit held back until it parses cleanly
 CHUNK_STEPS = 8192  # steps converted to Arrow at a time
+MAX_PENDING_WRITES = 4  # Arrow tables queued for the writer thread
 WAIT_BYTES = 32 << 20  # input bytes of small units whose rows wait to be converted together
 RAW_KEEP_MAX = 16 << 20  # whole unreadable files larger than this are referenced, not copied
 
@@ -71,19 +74,47 @@ class BatchResult:
 
 
 class _Writers:
+    """The part writers of one batch.
+
+    Writing runs on one background thread, in submission order: Parquet encoding and LZ4 compression
+    release the GIL, so they overlap with parsing the next units instead of adding to it. At most
+    MAX_PENDING_WRITES writes wait (memory stays bounded); a write error is raised in the caller at
+    the next write or at `close`."""
+
     def __init__(self, folder: Path, generation: int):
         self.folder = folder
         self.generation = generation
         self._w: dict[str, PartWriter] = {}
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="trajlab-parts")
+        self._pending: deque[Future[None]] = deque()
 
-    def get(self, table: str) -> PartWriter:
+    def _get(self, table: str) -> PartWriter:  # on the writer thread only
         if table not in self._w:
             self._w[table] = PartWriter(
                 self.folder / table, table_schema(table), default_row(TABLES[table]), self.generation
             )
         return self._w[table]
 
+    def _submit(self, fn: Callable[[], None]) -> None:
+        self._pending.append(self._thread.submit(fn))
+        while self._pending and (len(self._pending) > MAX_PENDING_WRITES or self._pending[0].done()):
+            self._pending.popleft().result()
+
+    def write_table(self, table: str, data: pa.Table) -> None:
+        self._submit(lambda: self._get(table).write_table(data))
+
+    def add_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+        self._submit(lambda: self._get(table).extend(rows))
+
     def close(self) -> list[tuple[str, str, int]]:
+        try:
+            while self._pending:
+                self._pending.popleft().result()
+            return self._thread.submit(self._close_all).result()
+        finally:
+            self._thread.shutdown(wait=True)
+
+    def _close_all(self) -> list[tuple[str, str, int]]:
         return [(table, str(path), rows) for table, w in self._w.items() for path, rows in w.close()]
 
 
@@ -249,7 +280,7 @@ class _UnitRows:
 
     def _put(self, table: str, data: pa.Table) -> None:
         if self.streaming:
-            self.writers.get(table).write_table(data)
+            self.writers.write_table(table, data)
             return
         self.held.append((table, data))
         self.held_bytes += data.nbytes
@@ -259,7 +290,7 @@ class _UnitRows:
 
     def release(self) -> None:
         for table, data in self.held:
-            self.writers.get(table).write_table(data)
+            self.writers.write_table(table, data)
         self.held = []
         self.held_bytes = 0
 
@@ -392,9 +423,9 @@ def _convert_together(ops: list[_Open], writers: _Writers) -> bool:
     except SchemaError:
         return False
     if trajs_table.num_rows:
-        writers.get("trajectories").write_table(trajs_table)
+        writers.write_table("trajectories", trajs_table)
     if steps_table.num_rows:
-        writers.get("steps").write_table(steps_table)
+        writers.write_table("steps", steps_table)
     for op in ops:
         op.rows.pending_s, op.rows.pending_t = [], []
     return True
@@ -427,9 +458,9 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
             _read_small(unit.primary),
         )
     if ctx.quarantined:
-        wq = writers.get("quarantine")
-        for q in ctx.quarantined:
-            wq.add(
+        writers.add_rows(
+            "quarantine",
+            [
                 {
                     "source_path": q.source_path,
                     "line": q.line,
@@ -442,7 +473,10 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
                     "ingested_at": now,
                     "unit_path": str(unit.primary),
                 }
-            )
+                for q in ctx.quarantined
+            ],
+        )
+        for q in ctx.quarantined:
             res.quarantined.append((q.source_path, q.line, q.byte_offset, q.reason.split("\n", 1)[0]))
     tids = op.tids
     status = ("partial" if ctx.quarantined else "ingested") if tids else "quarantined"
