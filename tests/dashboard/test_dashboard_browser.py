@@ -308,6 +308,72 @@ def test_long_dag_draws_progressively_and_unfolds(page, ex):
     page.shot("08-long-dag-unfolded")
 
 
+def test_unfolded_long_dag_on_the_canvas(page, ex):
+    """All 2,000 nodes and every edge of the unfolded run are drawn as the server built them; a click
+    deep in the graph opens the step; the wheel zooms and a drag pans."""
+    from collections import Counter
+
+    from trajlab.dashboard import create_app
+    from trajlab.dashboard._page_trajectory import dag_view
+    from trajlab.figures import MODALITY_COLORS
+
+    ctx = create_app(ex.lab, annotations=ex.annotations, dataset="default").trajlab
+    view = dag_view(ctx, ex.long_tid, False, 4, [], [])
+    nodes = [el for el in view.elements if "source" not in el["data"]]
+    edges = [el["data"] for el in view.elements if "source" in el["data"]]
+    page.goto(f"/trajectory/{ex.long_tid}?fold=0&agents=none")
+    drawn, total = page.wait_dag(ex.long_steps)
+    assert drawn == total == len(nodes) == ex.long_steps
+    drawn_nodes = page.nodes()
+    assert [n["id"] for n in drawn_nodes] == [el["data"]["id"] for el in nodes]
+    assert [n["classes"] for n in drawn_nodes] == [el["classes"].split() for el in nodes]
+    decisive = [n["step"] for n in page.nodes("decisive")]
+    assert len(decisive) == 1 and decisive[0] in range(ex.long_steps)
+    assert len(page.nodes("evidence")) >= 1
+    # every edge, by type; parallel edges of different types between two nodes bend apart
+    assert page.page.evaluate("() => window.trajlabDag.edgeTypes()") == dict(
+        Counter(e["type"] for e in edges)
+    )
+    pairs = Counter(frozenset((e["source"], e["target"])) for e in edges)
+    bent = sum(1 for e in page.page.evaluate("() => window.trajlabDag.edges()") if e["bend"] != 0)
+    assert bent == sum(c - c % 2 for c in pairs.values() if c > 1)
+    # the pixel at a node's centre is its modality colour: it is really drawn
+    step = 1500
+    n = page.page.evaluate(f"() => window.trajlabDag.node('n{step}')")
+    assert n["fill"] == MODALITY_COLORS[n["modality"]]
+    assert page.page.evaluate(f"() => window.trajlabDag.center('n{step}')")
+    page.page.wait_for_timeout(100)
+    rgb = page.page.evaluate(
+        f"""() => {{ const c = document.getElementById('dag-canvas'); const p = window.trajlabDag.clientPoint('n{step}');
+            const r = c.getBoundingClientRect(); const k = c.width / r.width;
+            return [...c.getContext('2d').getImageData(Math.round((p[0] - r.left) * k), Math.round((p[1] - r.top) * k), 1, 1).data].slice(0, 3); }}"""
+    )
+    assert "#" + "".join(f"{v:02X}" for v in rgb) == n["fill"].upper()
+    page.click_node(f"n{step}")
+    page.wait_text("#inspector-title", f"Step {step}")
+    assert page.page.evaluate("() => window.trajlabDag.selected()") == f"n{step}"
+    # wheel zooms around the pointer, a drag pans, a click without a node selects nothing new
+    box = page.page.locator("#dag-canvas").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = page.page.evaluate("() => window.trajlabDag.view()")
+    page.page.mouse.move(cx, cy)
+    page.page.mouse.wheel(0, 400)
+    page.page.wait_for_function(f"() => window.trajlabDag.view().zoom < {before['zoom']}")
+    zoomed = page.page.evaluate("() => window.trajlabDag.view()")
+    page.page.mouse.move(cx + 300, cy)
+    page.page.mouse.down()
+    page.page.mouse.move(cx + 200, cy + 50, steps=5)
+    page.page.mouse.up()
+    panned = page.page.evaluate("() => window.trajlabDag.view()")
+    assert panned["zoom"] == zoomed["zoom"]
+    assert (
+        round(panned["pan"]["x"] - zoomed["pan"]["x"]) == -100
+        and round(panned["pan"]["y"] - zoomed["pan"]["y"]) == 50
+    )
+    assert page.page.evaluate("() => window.trajlabDag.selected()") == f"n{step}"  # a drag is not a click
+    page.shot("10-long-dag-unfolded-zoomed")
+
+
 def test_every_page_renders(page, server, ex):
     from trajlab.dashboard import load_dashboards
 

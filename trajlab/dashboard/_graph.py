@@ -82,6 +82,7 @@ class GraphView:
     groups: dict[str, list[int]] = field(default_factory=dict)
     agents: dict[str, int] = field(default_factory=dict)
     collapsed_agents: list[str] = field(default_factory=list)
+    trajectory_id: str = ""
     payloads: dict[bool, str] = field(default_factory=dict, repr=False, compare=False)
     """The browser's JSON of this view, chunked or not (filled by the trajectory page, kept with the view)."""
 
@@ -296,4 +297,5 @@ def build_view(
         groups={v: [n["node_id"] for n in ms] for v, ms in members.items() if v.startswith("g:")},
         agents=dict(agents),
         collapsed_agents=list(collapsed_agents),
+        trajectory_id=dag.trajectory_id,
     )

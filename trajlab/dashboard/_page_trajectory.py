@@ -621,6 +621,7 @@ def chunk_payload(view: GraphView, chunked: bool = True) -> dict[str, Any]:
         "counts": counts,
         "n_visible": view.n_visible,
         "n_nodes": view.n_nodes,
+        "trajectory_id": view.trajectory_id,
         "tail": tail,
         "fit": view.n_visible <= 60,
         "modality_colors": MODALITY_COLORS,

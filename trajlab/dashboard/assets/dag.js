@@ -34,7 +34,7 @@
   const MAX_ZOOM = 1.6;
   const FONT_PX = 11;
   const MIN_FONT_PX = 7;  // labels smaller than this on screen are not drawn (as Cytoscape did)
-  const CHUNK_BUDGET_MS = 12;  // main-thread time spent adding chunks before the next frame
+  const CHUNK_BUDGET_MS = 40;  // main-thread time spent adding chunks before the next frame (< a long task)
   const FONT = FONT_PX + 'px system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif';
 
   const empty = () => ({
@@ -487,14 +487,20 @@
         };
         const first = function () {
           if (token !== window.__trajlabDagToken) { return false; }
+          const before = S.canvas;
           if (!attach()) { return false; }
+          // a redraw on the same page (folding changed, a run unfolded) keeps the zoom and pan
+          const redraw = before === S.canvas && S.g.n.id.length > 0 && S.style &&
+            S.style.trajectory_id === data.trajectory_id;
           const keep = S.g.n.id.length ? S.g.n.id[S.selected] : undefined;
           S.g = empty();
           S.style = data;
           if (chunks.length) { addChunk(chunks[0], data); }
           S.selected = keep !== undefined && S.g.index.has(keep) ? S.g.index.get(keep) : -1;
           S.hover = -1;
-          if (data.fit) {
+          if (redraw) {
+            // keep the view
+          } else if (data.fit) {
             fit();
           } else {
             S.scale = 0.9;
