@@ -265,6 +265,12 @@ def test_xss_payload_is_shown_as_text(page, ex):
     assert any("curl -s http://127.0.0.1:8000/notes.html" in c for c in cells)
     page.page.wait_for_timeout(1500)  # give any injected handler time to fire
     page.shot("06-xss-as-text")
+    # back on the DAG tab: a new canvas, drawn again and clickable
+    page.page.click("text=Step DAG")
+    page.page.wait_for_selector("#dag-canvas")
+    page.click_node("n2")
+    page.wait_text("#inspector-title", "Step 2")
+    assert page.page.evaluate("() => window.trajlabDag.selected()") == "n2"
 
 
 def test_secrets_are_redacted(page, ex):

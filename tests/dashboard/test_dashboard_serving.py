@@ -118,6 +118,15 @@ def test_column_form_rebuilds_the_same_elements(app):
     assert len(json.dumps(chunk_payload(full))) < 0.45 * len(json.dumps(full.elements))
 
 
+def test_empty_dag_payload():
+    from trajlab.dag import StepDag
+
+    view = build_view(StepDag(trajectory_id="t_empty", nodes=[], edges=[], metrics={}))
+    payload = json.loads(payload_json(view))
+    assert payload["chunks"] == [] and payload["counts"] == []
+    assert payload["n_visible"] == payload["n_nodes"] == 0 and payload["trajectory_id"] == "t_empty"
+
+
 def test_trajectory_page_brings_its_dag(app):
     client = app.server.test_client()
     page, headers = _route(client, f"/trajectory/{TID}", "?fold=0&agents=none&step=5")

@@ -492,7 +492,7 @@
           // a redraw on the same page (folding changed, a run unfolded) keeps the zoom and pan
           const redraw = before === S.canvas && S.g.n.id.length > 0 && S.style &&
             S.style.trajectory_id === data.trajectory_id;
-          const keep = S.g.n.id.length ? S.g.n.id[S.selected] : undefined;
+          const keep = redraw && S.selected >= 0 ? S.g.n.id[S.selected] : undefined;  // same trajectory only
           S.g = empty();
           S.style = data;
           if (chunks.length) { addChunk(chunks[0], data); }
