@@ -3,6 +3,7 @@
     python bench/bench_dashboard.py                     # 100k runs; lab cached in /tmp/trajlab-bench-dashboard
     python bench/bench_dashboard.py --n 20000 --repeat 5
     python bench/bench_dashboard.py --no-browser        # server side only
+    python bench/bench_dashboard.py --baseline-ref deda22a  # and the Cytoscape renderer, same run
     python bench/bench_dashboard.py --rebuild           # synthesize the lab again
 
 Server time (medians over --repeat runs, in this process, warm):
@@ -23,14 +24,18 @@ measured in the page from navigation start):
 - runs page      : until the first page of rows and the summary ("100,000 runs") are on screen; then the
                    latency of choosing `outcome = failure` in its dropdown until the counts change.
 - DAG            : /trajectory/<2,000-step run>?fold=0&agents=none until every one of the 2,000 nodes is
-                   in Cytoscape and a frame was painted (goal: under 2 s); first nodes in Cytoscape; the
-                   same drawn in one go (`chunked=0`) as the baseline; and the default folded view. Each
-                   is reported from navigation start and from data arrival (the moment assets/dag.js gets
-                   the DAG), with the load's timeline (scripts loaded, DOMContentLoaded, /_dash-layout,
-                   the page callback's response, data in the page), the number of callback round trips
-                   before the data and the JavaScript bytes transferred vs decoded. Also the page's
-                   main-thread CPU time (Chrome's ThreadTime in thread ticks), which a busy machine
-                   inflates much less than wall time.
+                   drawn (the page's "drawn N of N" and the renderer's own count agree) and a frame was
+                   painted (goal: under 2 s); first nodes drawn; the same drawn in one go (`chunked=0`); and
+                   the default folded view. Each is reported from navigation start and from data arrival
+                   (the moment assets/dag.js gets the DAG), with the load's timeline (scripts loaded,
+                   DOMContentLoaded, /_dash-layout, the page callback's response, data in the page), the
+                   number of callback round trips before the data, the JavaScript bytes transferred vs
+                   decoded, the page's main-thread CPU time (Chrome's ThreadTime in thread ticks, which a busy
+                   machine inflates much less than wall time) and one redraw of the whole graph in view
+                   (what a pan or zoom costs).
+- baseline       : `--baseline-ref REF` loads the same DAG pages served by commit REF's trajlab (extracted
+                   with `git archive`, run by this script in a subprocess) in the same run, e.g. deda22a,
+                   the last Cytoscape renderer, and prints ratios (REF / this tree).
 """
 
 from __future__ import annotations
