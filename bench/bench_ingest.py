@@ -142,7 +142,8 @@ def _pss_kb(pid: int) -> int:
 class TreeMemory:
     """Samples the memory of a process and all its descendants until stopped; keeps the peaks.
 
-    RSS every `interval` s, PSS every `pss_interval` s; `cpu` is the sampler thread's own CPU time."""
+    RSS every `interval` s, PSS every `pss_interval` s, the list of processes every 0.25 s; `cpu` is
+    the sampler thread's own CPU time."""
 
     def __init__(self, pid: int, interval: float = 0.05, pss_interval: float = 0.5):
         self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
@@ -153,15 +154,22 @@ class TreeMemory:
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
 
+    def _tree(self) -> list[int]:
+        pids, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            pids.append(p)
+            todo += _children(p)
+        return pids
+
     def _run(self) -> None:
         c0 = time.thread_time()
-        next_pss = 0.0
+        next_pss = next_tree = 0.0
+        pids: list[int] = []
         while not self._stop.is_set():
-            pids, todo = [], [self.pid]
-            while todo:
-                p = todo.pop()
-                pids.append(p)
-                todo += _children(p)
+            if time.monotonic() >= next_tree:  # the process list changes rarely (pool start and end)
+                pids = self._tree()
+                next_tree = time.monotonic() + 0.25
             self.peak_rss = max(self.peak_rss, sum(_rss_kb(p) for p in pids))
             if time.monotonic() >= next_pss:
                 self.peak_pss = max(self.peak_pss, sum(_pss_kb(p) for p in pids))
