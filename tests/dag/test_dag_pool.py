@@ -119,9 +119,13 @@ def test_tasks_own_whole_trajectories_and_read_their_row_groups() -> None:
     trows = {t: {"trajectory_id": t} for t in counts}
     tasks = make_tasks(where, counts, trows, task_steps=8)
     owned = [sorted(t.counts) for t in tasks]
-    assert owned == [["t1", "t2"], ["t3", "t4"], ["t5"]]
-    assert [t.reads for t in tasks] == [[(a, [0, 1])], [(a, [1]), (b, [0])], [(b, [1])]]
-    assert [t.steps for t in tasks] == [10, 11, 2]
+    # t3 starts in a:1 like t2, so it stays with t2 (a row group's starts are cut apart never);
+    # the first task reads b:0 too, where t3 ends
+    assert owned == [["t1", "t2", "t3"], ["t4", "t5"]]
+    assert [t.reads for t in tasks] == [[(a, [0, 1]), (b, [0])], [(b, [0, 1])]]
+    assert [t.steps for t in tasks] == [15, 8]
+    small = make_tasks(where, counts, trows, task_steps=1)  # one task per row group where runs start
+    assert [sorted(t.counts) for t in small] == [["t1"], ["t2", "t3"], ["t4"], ["t5"]]
     assert all(isinstance(t, Task) and t.trajectories.keys() == t.counts.keys() for t in tasks)
     one = make_tasks(where, counts, trows, task_steps=10**9)
     assert len(one) == 1 and one[0].reads == [(a, [0, 1]), (b, [0, 1])] and one[0].steps == 23

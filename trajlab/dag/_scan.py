@@ -185,14 +185,18 @@ def make_tasks(
     tasks: list[Task] = []
     cur: Task | None = None
     span = (0, -1)
+    started = -1  # the last row group where a trajectory of the current task starts
     for tid in sorted(first, key=lambda t: (first[t], last[t])):
-        if cur is None or cur.steps >= task_steps:
+        # cut only where a new row group starts: a row group is decoded whole, so a cut inside one
+        # would make two tasks decode it
+        if cur is None or (cur.steps >= task_steps and first[tid] > started):
             if cur is not None:
                 tasks.append(_close(cur, span, groups))
             cur = Task(len(tasks))
             span = (first[tid], last[tid])
         cur.counts[tid] = counts[tid]
         cur.trajectories[tid] = trows[tid]
+        started = first[tid]
         span = (span[0], max(span[1], last[tid]))
     if cur is not None:
         tasks.append(_close(cur, span, groups))

@@ -35,9 +35,9 @@ TRAJECTORY_COLUMNS = (
 _TEXT_KEEP = 16_000  # characters of task / final answer kept per pending trajectory
 POOL_MIN_STEPS = 20_000
 """Below this many steps, worker processes cost more to start than they save."""
-TASK_STEPS = 50_000
-"""Steps per task (at least; tasks end at a trajectory boundary): small enough to balance the load
-between workers, large enough that each task's part files are few and not tiny."""
+TASK_STEPS = 10_000
+"""Least steps per task (a task ends at a trajectory boundary). A pool gets about 8 tasks per worker,
+so that the workers finish at about the same time; each task writes its own three part files."""
 
 
 @dataclass
@@ -153,8 +153,8 @@ def build_lab(
     trows = _trajectory_rows(lab, todo)
     total = sum(counts.values())
     n_workers = (workers or min(os.cpu_count() or 1, 4)) if total >= POOL_MIN_STEPS else 1
-    # one task in this process; for workers, enough tasks to balance the load (about 4 per worker)
-    task_steps = max(TASK_STEPS, total // (n_workers * 4)) if n_workers > 1 else total + 1
+    # one task in this process; for workers, enough tasks to balance the load (about 8 per worker)
+    task_steps = max(TASK_STEPS, total // (n_workers * 8)) if n_workers > 1 else total + 1
     tasks = make_tasks(where, counts, trows, task_steps)
     bar = tqdm(total=total, unit="step", unit_scale=True, desc="dag", disable=not progress, leave=False)
     try:
