@@ -545,7 +545,9 @@ def baseline_dag(ref: str, a: argparse.Namespace) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="trajlab-bench-baseline-"))
     repo = Path(__file__).resolve().parents[1]
-    tar = subprocess.run(["git", "-C", str(repo), "archive", ref, "trajlab"], check=True, capture_output=True)
+    tar = subprocess.run(
+        ["git", "-C", str(repo), "archive", ref, "trajlab", "dashboards"], check=True, capture_output=True
+    )
     subprocess.run(["tar", "-x", "-C", str(tmp)], input=tar.stdout, check=True)
     res = tmp / "baseline.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--dag-only", "--n", str(a.n)]
