@@ -12,8 +12,13 @@ every run is a fresh process, so its peak RSS is its own):
                looks at steps one by one pays; `build_lab` starts from exactly these rows)
 - build-1    : `trajlab.dag.build_lab(lab, rebuild=True, workers=1)`: stream the steps, build every DAG
                in this process, write dag_nodes / dag_edges / dag_metrics and commit (one transaction)
-- build      : the same with the default worker processes (CPU count, up to 4); the parent streams and
-               writes, workers build
+- build      : the same with the default worker processes (CPU count, up to 4): the parent plans tasks
+               (runs of row groups and the trajectories starting in them) and commits; each worker
+               reads its tasks' row groups, builds, and writes its own part files
+
+The goal compares wall time with read-rows, one process reading the steps into row dicts; the build
+turns timestamps into POSIX seconds instead of datetimes, which makes its own read cheaper than
+read-rows (see `trajlab.dag._scan.step_rows`).
 
 The reads use the same scan as `build_lab` (`trajlab.dag._scan.scan_steps`: one part file and one row group
 at a time, 16,384-row batches, no pre-buffering). It prints
@@ -357,7 +362,7 @@ def main() -> None:
     n_workers = min(os.cpu_count() or 1, 4)
     path = max(own, wcpu / n_workers)
     print(
-        f"build with {n_workers} workers: parent {own:.1f}s CPU (read, hand out, write), workers {wcpu:.1f}s CPU; "
+        f"build with {n_workers} workers: parent {own:.1f}s CPU (plan, commit), workers {wcpu:.1f}s CPU; "
         f"critical path on idle CPUs ~{path:.1f}s = {path / cpu['read-rows']:.2f}x read-rows"
     )
     base = results["build-1"][0]["base_rss_mb"]
