@@ -79,14 +79,17 @@ def split_exec_output(s: str) -> tuple[str, int | None, float | None, str | None
     if m is None:
         return s, None, None, None
     code = dur = session = None
-    for f in _HEADER_FIELD.finditer(s, 0, m.end()):
-        if f.group("wall"):
-            dur = float(f.group("wall")) if f.group("wall").count(".") <= 1 else None
-        elif f.group("code") or f.group("code2"):
-            code = int(f.group("code") or f.group("code2"))
-        elif f.group("session"):
-            session = f.group("session")
-    return s[m.end() :], code, dur, session
+    end = m.end()
+    for f in _HEADER_FIELD.finditer(s, 0, end):
+        name = f.lastgroup  # each branch has one non-empty group: the one that matched
+        value = f.group(name)  # type: ignore[arg-type]
+        if name == "wall":
+            dur = float(value) if value.count(".") <= 1 else None
+        elif name == "session":
+            session = value
+        else:
+            code = int(value)
+    return s[end:], code, dur, session
 
 
 def _int(s: str) -> int | None:
