@@ -47,3 +47,49 @@ def test_two_workers_write_the_same_rows(tmp_path: Path, monkeypatch) -> None:
     now, _, _ = ingest_snapshot(tmp_path, workers=2)
     assert len(pools) == 1
     assert _diff(now, orjson.loads(GOLDEN.read_bytes())) == []
+
+
+def test_an_unknown_column_fails_only_its_unit_when_units_convert_together(
+    tmp_path: Path, fixtures_dir: Path, monkeypatch
+) -> None:
+    """Small units' rows are converted to Arrow together; an adapter bug (a row with a column the
+    schema does not have) in the ninth unit, past the first 64 rows of the chunk, still fails that
+    unit alone, as when each unit converted by itself."""
+    from trajlab.ingest import _worker, ingest
+    from trajlab.store import Lab, query
+
+    good = (
+        fixtures_dir / "codex/rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-000000000001.jsonl"
+    ).read_bytes()
+    d = tmp_path / "in"
+    d.mkdir()
+    for k in "abcdefghij":
+        (d / f"rollout-{k}.jsonl").write_bytes(good.replace(b"0199aaaa-1111", f"0199aaaa-{k * 4}".encode()))
+    real = _worker.finish_trajectory
+    together: list[int] = []
+    real_together = _worker._convert_together
+
+    def typo(pt, unit, *args):  # type: ignore[no-untyped-def]
+        t, steps = real(pt, unit, *args)
+        if unit.primary.name == "rollout-i.jsonl":
+            steps[-1]["tool_nmae"] = "oops"
+        return t, steps
+
+    monkeypatch.setattr(_worker, "finish_trajectory", typo)
+    monkeypatch.setattr(
+        _worker, "_convert_together", lambda ops, w: together.append(len(ops)) or real_together(ops, w)
+    )
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    assert together == [10]
+    rows = query(Lab.open(tmp_path / "lab"), "select source_path, status, error from sources").to_pylist()
+    by_name = {Path(r["source_path"]).name: r for r in rows}
+    assert {k: r["status"] for k, r in by_name.items()} == {
+        f"rollout-{k}.jsonl": "quarantined" if k == "i" else "ingested" for k in "abcdefghij"
+    }
+    assert "rows do not fit the lab schema" in by_name["rollout-i.jsonl"]["error"]
+    assert "tool_nmae" in by_name["rollout-i.jsonl"]["error"]
+    assert rep.totals.trajectories == 9
+    lab = Lab.open(tmp_path / "lab")
+    assert query(lab, "select count(*) n from steps").column("n").to_pylist() == [
+        sum(r["n_steps"] for r in query(lab, "select n_steps from trajectories").to_pylist())
+    ]

@@ -122,6 +122,8 @@ _STEP_SCHEMA = table_schema("steps")
 _STEP_DEFAULTS = default_row(TABLES["steps"])
 _TRAJ_SCHEMA = table_schema("trajectories")
 _TRAJ_DEFAULTS = default_row(TABLES["trajectories"])
+_STEP_NAMES = frozenset(_STEP_SCHEMA.names)
+_TRAJ_NAMES = frozenset(_TRAJ_SCHEMA.names)
 
 # Set once per worker process by `init_worker` (so that big meta indexes are not sent with every job).
 _STATE: dict[str, Any] = {"defaults": {}, "meta": None}
@@ -413,9 +415,11 @@ def _convert_together(ops: list[_Open], writers: _Writers) -> bool:
     steps = [s for op in ops for s in op.rows.pending_s]
     trajs = [t for op in ops for t in op.rows.pending_t]
     for op in ops:
-        for rows, schema in ((op.rows.pending_s, _STEP_SCHEMA), (op.rows.pending_t, _TRAJ_SCHEMA)):
-            names = schema.names
-            if any(k not in names and not k.startswith("_") for r in rows[:64] for k in r):
+        for rows, names in ((op.rows.pending_s, _STEP_NAMES), (op.rows.pending_t, _TRAJ_NAMES)):
+            keys: set[str] = set()
+            for r in rows[:64]:
+                keys.update(r)
+            if any(not k.startswith("_") for k in keys - names):
                 return False
     try:
         steps_table = rows_to_table(steps, _STEP_SCHEMA, _STEP_DEFAULTS)
