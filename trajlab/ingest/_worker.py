@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -45,15 +46,22 @@ def unit_digest(files: list[Path]) -> str:
     """
     h = xxhash.xxh3_128()
     base = files[0].parent
+    buf = getattr(_DIGEST_BUF, "buf", None)
+    if buf is None:
+        buf = _DIGEST_BUF.buf = bytearray(1 << 22)
+    view = memoryview(buf)
     for i, f in enumerate(files):
         if i:
             h.update(b"\x00")
             h.update(os.path.relpath(f, base).encode("utf-8", "surrogateescape"))
             h.update(b"\x00")
-        with open(f, "rb") as fh:
-            while chunk := fh.read(1 << 22):
-                h.update(chunk)
+        with open(f, "rb", buffering=0) as fh:  # into one reused buffer: no new bytes per chunk
+            while n := fh.readinto(buf):
+                h.update(view[:n])
     return f"{DIGEST_ALGORITHM}:{h.hexdigest()}"
+
+
+_DIGEST_BUF = threading.local()  # one reused read buffer per thread
 
 
 @dataclass
