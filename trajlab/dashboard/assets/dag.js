@@ -275,6 +275,7 @@
       }
     }
     S.drawn = (S.drawn || 0) + 1;
+    S.inView = visible.length;
   };
 
   // -- the canvas: (re)attach, size, events --------------------------------------------------------
@@ -417,7 +418,8 @@
       type: S.g.e.type[k], count: S.g.e.count[k], bend: S.g.e.bend[k]})),
     edgeTypes: () => S.g.e.type.reduce((o, t) => { o[t] = (o[t] || 0) + 1; return o; }, {}),
     selected: () => (S.selected >= 0 ? S.g.n.id[S.selected] : null),
-    view: () => ({zoom: S.scale, pan: {x: S.tx, y: S.ty}, width: S.w, height: S.h, frames: S.drawn || 0}),
+    view: () => ({zoom: S.scale, pan: {x: S.tx, y: S.ty}, width: S.w, height: S.h, frames: S.drawn || 0,
+      inView: S.inView || 0}),
     center: function (id) {
       const i = S.g.index.get(id);
       if (i === undefined) { return false; }
