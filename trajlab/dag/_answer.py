@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 import re
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import clip, has_path, same_file, scan
+from ._tokens import _WORDCH, clip, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -223,27 +224,43 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
             supported.append(piece)
     if words:
         outs = [(i, clip(b.by_idx[i].get("output") or b.by_idx[i].get("text") or "")) for i in reversed(evid)]
-        lowered: dict[
-            int, str
-        ] = {}  # an output holds one of a word's forms only if its lowercase holds the word's
-
-        def low(i: int, o: str) -> str:
-            x = lowered.get(i)
-            if x is None:
-                x = lowered[i] = o.lower()
-            return x
-
+        # every output in one string, latest first: the first hit of a word is in the latest output
+        # holding it, found by C searches instead of a loop over outputs (NUL delimits like a string end)
+        big = "\0".join(o for _, o in outs)
+        starts: list[int] = []
+        pos = 0
+        for _, o in outs:
+            starts.append(pos)
+            pos += len(o) + 1
         for w in words[:20]:
-            forms = list(dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())))
-            wl = w.lower()
-            src = next(
-                (i for i, o in outs if wl in low(i, o) and any(f in o and has_path(o, f) for f in forms)),
-                None,
-            )
+            best = -1
+            for f in dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())):
+                k = _name_at(big, f, len(big) if best < 0 else best)
+                if k >= 0:
+                    best = k
+            src = outs[bisect_right(starts, best) - 1][0] if best >= 0 else None
             if src is not None:
                 b.edge(src, answer, "answer", w, "answer-term")
                 supported.append(w)
     return words
+
+
+def _name_at(text: str, name: str, before: int) -> int:
+    """Where `name` first occurs in `text`, starting before `before`, not as part of a longer name (as
+    `has_path`), or -1."""
+    start = 0
+    n = len(name)
+    while True:
+        k = text.find(name, start, before + n - 1)
+        if k < 0:
+            return -1
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
+            continue
+        j = k + n
+        if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
+            continue
+        return k
 
 
 def _final_writes(b: _Builder, answer: int) -> list[str]:
