@@ -127,6 +127,20 @@ def test_empty_dag_payload():
     assert payload["n_visible"] == payload["n_nodes"] == 0 and payload["trajectory_id"] == "t_empty"
 
 
+def test_payload_survives_hostile_labels():
+    from trajlab.dag import StepDag
+
+    label = "bad \ud800 </script><img src=x onerror=alert(1)>"
+    node = dict(node_id=0, agent_id="main", kind="tool_call", tool="curl", modality="web", status="ok")
+    node.update(layer=0, depth=0, label=label, on_answer_path=False)
+    text = payload_json(build_view(StepDag(trajectory_id="t_bad", nodes=[node], edges=[], metrics={})))
+    text.encode("utf-8")  # a lone surrogate would make the response unencodable
+    assert text.isascii() and "<" in text  # plain data in a JSON string, drawn with fillText
+    assert json.loads(text)["chunks"][0]["n"]["label"] == [
+        "0 · bad \ud800 </script><img src=x onerror=alert…"
+    ]
+
+
 def test_trajectory_page_brings_its_dag(app):
     client = app.server.test_client()
     page, headers = _route(client, f"/trajectory/{TID}", "?fold=0&agents=none&step=5")
