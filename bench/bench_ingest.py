@@ -13,6 +13,9 @@ fresh subprocess, in interleaved order, so that each mode sees the same page cac
   parse-2   the machine's own 2-process ceiling: two processes doing `parse` at once, each on half
             the bytes; its speed-up over `parse` is what 2 workers can reach on this machine at best
   ingest-N  `trajlab.ingest.ingest(..., workers=N)` into a fresh lab
+  ingest-N@REV  the same with the `trajlab` package of git revision REV (extracted under
+            bench/out/rev-REV and put first on PYTHONPATH): a before/after in the same run, e.g.
+            --modes parse,parse-2,naive,ingest-1,ingest-2,ingest-1@deda22a,ingest-2@deda22a
 
 Times are wall-clock around the work inside the subprocess (interpreter start-up and imports
 excluded); CPU time of the process tree is reported too, and for ingest the parent's own CPU time.
@@ -91,8 +94,10 @@ elif mode == "naive":
         pd.DataFrame(recs).to_parquet(os.path.join(scratch, f"{i}.parquet"))
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
 else:
+    import trajlab
     from trajlab.ingest import ingest
-    workers = int(mode.split("-")[1])
+    out["trajlab"] = os.path.dirname(trajlab.__file__)  # which code was measured
+    workers = int(mode.split("@")[0].split("-")[1])
     t0 = time.perf_counter(); c0 = time.process_time()
     rep = ingest([corpus], scratch, workers=workers, progress=False)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -183,10 +188,33 @@ class TreeMemory:
         self._t.join()
 
 
+def checkout(rev: str) -> Path:
+    """The `trajlab` package as of git revision `rev`, extracted once under bench/out/rev-<rev>."""
+    dest = HERE / "out" / f"rev-{rev}"
+    if not (dest / "trajlab" / "__init__.py").exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", rev, "trajlab"], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 def measure(mode: str, corpus: Path, scratch: Path) -> dict:
     shutil.rmtree(scratch, ignore_errors=True)
+    env = dict(os.environ)
+    if "@" in mode:  # ingest-N@REV: the same measurement of the code of an earlier commit
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(checkout(mode.split("@")[1])), env.get("PYTHONPATH")])
+        )
+    # Run outside the repository: with `python -c` the working folder comes first on sys.path, before
+    # PYTHONPATH, and would shadow the checked-out revision of an `@REV` mode.
     proc = subprocess.Popen(
-        [sys.executable, "-c", WORKER, mode, str(corpus), str(scratch)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WORKER, mode, str(corpus.resolve()), str(scratch.resolve())],
+        cwd=HERE / "out",
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     mem = TreeMemory(proc.pid)
     stdout, _ = proc.communicate()
@@ -289,6 +317,7 @@ def main() -> None:
             "all_load": [round(x["load"], 2) for x in rs],
         }
     ratios = {}
+    cpu_ratios = {}
     if "ingest-1" in summary and "parse" in summary:
         ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_s"] / summary["parse"]["mb_s"]
     if "ingest-1" in summary and "naive" in summary:
@@ -297,13 +326,18 @@ def main() -> None:
         ratios["ingest-2 / naive"] = summary["ingest-2"]["mb_s"] / summary["naive"]["mb_s"]
     if "ingest-2" in summary and "ingest-1" in summary:
         ratios["speed-up 2 workers"] = summary["ingest-2"]["mb_s"] / summary["ingest-1"]["mb_s"]
+    for m in summary:
+        if "@" in m and m.split("@")[0] in summary:
+            ratios[f"{m.split('@')[0]} now / {m}"] = summary[m.split("@")[0]]["mb_s"] / summary[m]["mb_s"]
+            cpu_ratios[f"{m.split('@')[0]} now / {m}"] = (
+                summary[m.split("@")[0]]["mb_cpu_s"] / summary[m]["mb_cpu_s"]
+            )
     if "parse-2" in summary and "parse" in summary:
         ratios["machine ceiling: parse-2 / parse"] = summary["parse-2"]["mb_s"] / summary["parse"]["mb_s"]
     if "speed-up 2 workers" in ratios and "machine ceiling: parse-2 / parse" in ratios:
         ratios["2-worker speed-up / machine ceiling"] = (
             ratios["speed-up 2 workers"] / ratios["machine ceiling: parse-2 / parse"]
         )
-    cpu_ratios = {}
     if "ingest-1" in summary and "parse" in summary:
         cpu_ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_cpu_s"] / summary["parse"]["mb_cpu_s"]
     if "ingest-1" in summary and "naive" in summary:
