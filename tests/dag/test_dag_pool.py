@@ -16,6 +16,7 @@ from test_omni import audio_run, mixed_run, video_run
 import trajlab.dag._store as dag_store
 from trajlab.dag import build_lab
 from trajlab.dag._scan import Task, make_tasks, step_rows
+from trajlab.errors import LabError
 from trajlab.schema import TABLES, default_row
 from trajlab.store import Lab, rows_to_table, table_schema
 
@@ -108,6 +109,14 @@ def test_workers_write_the_same_tables_as_one_process(lab: Lab, monkeypatch: pyt
     assert m["t_pool_05"]["n_nodes"] == n5 == len(audio_run().steps)  # k = 5: an audio run
     assert "steps out of order in the input: sorted by step_index" in m["t_pool_09"]["anomalies"]
     assert not any("out of order" in a for t, r in m.items() if t != "t_pool_09" for a in r["anomalies"])
+
+
+def test_unreadable_steps_part_is_a_lab_error(lab: Lab) -> None:
+    part = lab.files("steps")[1]
+    part.write_bytes(part.read_bytes()[:100])
+    with pytest.raises(LabError, match="cannot read steps part"):
+        build_lab(lab, rebuild=True, progress=False, workers=2)
+    assert lab.refresh().rows("dag_nodes") == 0  # nothing was committed
 
 
 def test_tasks_own_whole_trajectories_and_read_their_row_groups() -> None:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import LabError
 from ..store import Lab, table_schema
 
 STEP_COLUMNS = (
@@ -56,6 +57,13 @@ def _fields() -> list[pa.Field]:
     return [full.field(c) for c in STEP_COLUMNS]
 
 
+def _open_part(path: Path, buffer_size: int = 0) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=buffer_size)
+    except (OSError, pa.ArrowException) as e:
+        raise LabError(f"cannot read steps part {path}: {e}") from e
+
+
 def scan_part(
     path: Path,
     row_groups: list[int] | None = None,
@@ -64,13 +72,18 @@ def scan_part(
 ) -> Iterator[pa.RecordBatch]:
     """The DAG columns of one part file (only `row_groups`, only trajectories in `wanted` when given)."""
     fields = _fields()
-    pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    pf = _open_part(path, buffer_size=1 << 20)
     present = set(pf.schema_arrow.names)
     cols = [f.name for f in fields if f.name in present]
     names = [f.name for f in fields]
-    for batch in pf.iter_batches(
-        batch_size=batch_size, row_groups=row_groups, columns=cols, use_threads=False
-    ):
+    batches = pf.iter_batches(batch_size=batch_size, row_groups=row_groups, columns=cols, use_threads=False)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (OSError, pa.ArrowException) as e:
+            raise LabError(f"cannot read steps part {path}: {e}") from e
         if wanted is not None:
             batch = batch.filter(pc.is_in(batch.column("trajectory_id"), value_set=wanted))
             if not batch.num_rows:
@@ -152,9 +165,12 @@ def locate(lab: Lab, todo: set[str]) -> tuple[list[tuple[Path, int, str, int]], 
     where: list[tuple[Path, int, str, int]] = []
     counts: dict[str, int] = {}
     for path in lab.files("steps"):
-        pf = pq.ParquetFile(path, pre_buffer=False)
+        pf = _open_part(path)
         for g in range(pf.metadata.num_row_groups):
-            ids = pf.read_row_group(g, columns=["trajectory_id"], use_threads=False).column(0)
+            try:
+                ids = pf.read_row_group(g, columns=["trajectory_id"], use_threads=False).column(0)
+            except (OSError, pa.ArrowException) as e:
+                raise LabError(f"cannot read steps part {path} (row group {g}): {e}") from e
             for v in pc.value_counts(ids.combine_chunks()).to_pylist():
                 tid = v["values"]
                 if tid in todo:
