@@ -31,6 +31,7 @@
   const EDGE_WIDTH = {sequence: 1, data: 2, retry: 2, answer: 2.5};
   const EDGE_ORDER = ['sequence', 'summary', 'spawn', 'return', 'data', 'retry', 'answer'];
   const MIN_ZOOM = 0.05;
+  const FLOOR_ZOOM = 0.002;  // fit() goes below MIN_ZOOM down to this to show a tall graph whole
   const MAX_ZOOM = 1.6;
   const FONT_PX = 11;
   const MIN_FONT_PX = 7;  // labels smaller than this on screen are not drawn (as Cytoscape did)
@@ -51,6 +52,7 @@
   // -- data ----------------------------------------------------------------------------------------
 
   const addChunk = function (chunk, data) {
+    S.minZoom = undefined;  // the extent changes: recomputed on the next fit or zoom
     const g = S.g;
     const n = chunk.n;
     for (let i = 0; i < n.id.length; i++) {
@@ -113,10 +115,9 @@
     if (!S.frame) { S.frame = window.requestAnimationFrame(draw); }
   };
 
-  const fit = function (pad) {
+  // the graph's extent and the zoom at which it fits the canvas with `pad` pixels around it
+  const bounds = function (pad) {
     const g = S.g;
-    if (!S.canvas || !S.w || !g.n.id.length) { return; }
-    pad = pad === undefined ? 30 : pad;
     let x0 = Infinity; let y0 = Infinity; let x1 = -Infinity; let y1 = -Infinity;
     S.ctx.font = FONT;
     for (let i = 0; i < g.n.id.length; i++) {
@@ -126,7 +127,15 @@
       y0 = Math.min(y0, g.n.y[i] - hh - 10); y1 = Math.max(y1, g.n.y[i] + hh + 10);
     }
     const sc = Math.min((S.w - 2 * pad) / Math.max(1, x1 - x0), (S.h - 2 * pad) / Math.max(1, y1 - y0));
-    S.scale = Math.max(MIN_ZOOM, Math.min(MAX_ZOOM, sc));
+    // zooming out stops at MIN_ZOOM, or further out where a tall graph fits whole (every node in view)
+    S.minZoom = Math.max(FLOOR_ZOOM, Math.min(MIN_ZOOM, sc));
+    return [x0, y0, x1, y1, sc];
+  };
+
+  const fit = function (pad) {
+    if (!S.canvas || !S.w || !S.g.n.id.length) { return; }
+    const [x0, y0, x1, y1, sc] = bounds(pad === undefined ? 30 : pad);
+    S.scale = Math.max(S.minZoom, Math.min(MAX_ZOOM, sc));
     S.tx = (S.w - (x0 + x1) * S.scale) / 2;
     S.ty = (S.h - (y0 + y1) * S.scale) / 2;
     request();
@@ -314,7 +323,8 @@
   };
 
   const zoomAt = function (factor, px, py) {
-    const next = Math.max(MIN_ZOOM, Math.min(MAX_ZOOM, S.scale * factor));
+    if (S.minZoom === undefined && S.g.n.id.length) { bounds(30); }
+    const next = Math.max(S.minZoom || MIN_ZOOM, Math.min(MAX_ZOOM, S.scale * factor));
     S.tx = px - (px - S.tx) * next / S.scale;
     S.ty = py - (py - S.ty) * next / S.scale;
     S.scale = next;
