@@ -7,7 +7,7 @@ import re
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import _WORDCH, clip, same_file, scan
+from ._tokens import clip, find_path, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -235,7 +235,7 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
         for w in words[:20]:
             best = -1
             for f in dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())):
-                k = _name_at(big, f, len(big) if best < 0 else best)
+                k = find_path(big, f, len(big) if best < 0 else best)
                 if k >= 0:
                     best = k
             src = outs[bisect_right(starts, best) - 1][0] if best >= 0 else None
@@ -243,24 +243,6 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
                 b.edge(src, answer, "answer", w, "answer-term")
                 supported.append(w)
     return words
-
-
-def _name_at(text: str, name: str, before: int) -> int:
-    """Where `name` first occurs in `text`, starting before `before`, not as part of a longer name (as
-    `has_path`), or -1."""
-    start = 0
-    n = len(name)
-    while True:
-        k = text.find(name, start, before + n - 1)
-        if k < 0:
-            return -1
-        start = k + 1
-        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
-            continue
-        j = k + n
-        if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
-            continue
-        return k
 
 
 def _final_writes(b: _Builder, answer: int) -> list[str]:

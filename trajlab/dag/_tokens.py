@@ -189,21 +189,28 @@ def has_grouped(text: str, token: str) -> bool:
         return True
 
 
-def has_path(text: str, path: str) -> bool:
-    """`path` occurs in `text` and is not part of a longer name (`lib/a.ex` in "/x/lib/a.ex", not "a.exs")."""
+def find_path(text: str, path: str, before: int | None = None) -> int:
+    """Where `path` first occurs in `text` (starting before `before`, if given) not as part of a longer
+    name (`lib/a.ex` in "/x/lib/a.ex", not in "a.exs"), or -1."""
     start = 0
     n = len(path)
+    end = len(text) if before is None else before + n - 1
     while True:
-        k = text.find(path, start)
+        k = text.find(path, start, end)
         if k < 0:
-            return False
+            return -1
         start = k + 1
         if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
             continue
         j = k + n
         if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
             continue
-        return True
+        return k
+
+
+def has_path(text: str, path: str) -> bool:
+    """`path` occurs in `text` and is not part of a longer name (see `find_path`)."""
+    return find_path(text, path) >= 0
 
 
 def is_url(word: str) -> bool:
