@@ -16,6 +16,7 @@ LAYER = {
     "_version": 0,
     "__init__": 0,
     "fsutil": 0,
+    "gcutil": 0,
     "py": 0,
     "formats": 1,
     "store": 2,

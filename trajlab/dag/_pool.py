@@ -8,17 +8,16 @@ DAG rows are pickled between processes.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing as mp
 import sys
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..gcutil import fewer_gc_passes
 from ..schema import TABLES, default_row
 from ..store import PartWriter, table_schema
 from ._build import build_dag
@@ -40,17 +39,6 @@ class TaskResult:
     number: int
     parts: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)  # table -> [(part, rows)]
     built: list[Summary] = field(default_factory=list)
-
-
-@contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Raise the collector's first threshold for the duration (restored after)."""
-    old = gc.get_threshold()
-    gc.set_threshold(max(old[0], GC_THRESHOLD), old[1], old[2])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 def dag_writers(folder: Path, generation: int) -> dict[str, PartWriter]:
@@ -80,7 +68,7 @@ def run_task(task: Task, folder: Path, generation: int, batch_size: int = 16_384
     writers = dag_writers(folder / f"task{task.number:05d}", generation)
     out = TaskResult(task.number)
     try:
-        with fewer_collections():
+        with fewer_gc_passes(GC_THRESHOLD):
             for tid, steps in grouped_steps(task.batches(batch_size), task.counts):
                 out.built.append(build_into(task.trajectories[tid], steps, writers))
         out.parts = {t: w.close() for t, w in writers.items()}

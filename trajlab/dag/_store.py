@@ -16,10 +16,11 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from ..errors import LabError
+from ..gcutil import fewer_gc_passes
 from ..store import Lab
 from ._build import build_dag
 from ._model import DAG_VERSION, StepDag
-from ._pool import DAG_TABLES, Summary, TaskResult, build_into, dag_writers, fewer_collections, run_tasks
+from ._pool import DAG_TABLES, GC_THRESHOLD, Summary, TaskResult, build_into, dag_writers, run_tasks
 from ._scan import STEP_COLUMNS, locate, make_tasks
 
 TRAJECTORY_COLUMNS = (
@@ -167,7 +168,7 @@ def build_lab(
             empty = [t for t in todo if t not in counts]
             if empty:  # a trajectory without steps still gets its (empty) DAG
                 writers = dag_writers(txn.staging_dir / "no-steps", txn.generation)
-                with fewer_collections():
+                with fewer_gc_passes(GC_THRESHOLD):
                     built = [build_into(trows[t], [], writers) for t in empty]
                 _absorb(txn, report, TaskResult(-1, {t: w.close() for t, w in writers.items()}, built))
             report.removed = len(stale)

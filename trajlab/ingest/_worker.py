@@ -8,14 +8,12 @@ if it fails after that, what was written stays and the failure is quarantined ne
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +25,7 @@ import xxhash
 
 from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
+from ..gcutil import fewer_gc_passes
 from ..schema import DIGEST_ALGORITHM, TABLES, default_row
 from ..store import PartWriter, rows_to_table, table_schema
 from ._meta import MetaIndex, apply_meta
@@ -145,25 +144,6 @@ def init_worker(defaults: dict[str, Any], meta: MetaIndex | None) -> None:
 GC_THRESHOLD = (50_000, 20, 100)  # collections while parsing: gen0 every 50k new containers, not 700
 
 
-@contextmanager
-def _parsing_gc() -> Iterator[None]:
-    """Fewer cyclic-GC passes while parsing (restored afterwards).
-
-    Parsing allocates millions of short-lived dicts and lists (every JSON object), nearly all freed by
-    reference counting; with the default threshold the collector runs every 700 of them and its full
-    passes walk every object the process holds (pyarrow, the schema models...). Freezing what exists
-    before the batch keeps those out of the passes, and a higher first threshold makes the passes rare.
-    Cycles are still collected, so memory stays bounded."""
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLD)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
-
-
 def _fsync(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -190,7 +170,7 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
         waiting.clear()
         waiting_steps = waiting_bytes = 0
 
-    with _parsing_gc():
+    with fewer_gc_passes(*GC_THRESHOLD, freeze=True):
         for unit in units:
             op = _open_unit(unit, writers, _STATE["defaults"], meta)
             result.bytes += sum(op.sizes)
