@@ -93,3 +93,22 @@ def test_an_unknown_column_fails_only_its_unit_when_units_convert_together(
     assert query(lab, "select count(*) n from steps").column("n").to_pylist() == [
         sum(r["n_steps"] for r in query(lab, "select n_steps from trajectories").to_pylist())
     ]
+
+
+def test_tool_seq_numbers_each_tools_calls_in_step_order(tmp_path: Path) -> None:
+    """steps.tool_seq: per trajectory, the running count of calls of the same tool key (tool, else
+    tool_name, else "(unknown)"), sub-agent calls included; 0 on every other step."""
+    from trajlab.store import query
+
+    _, lab, _ = ingest_snapshot(tmp_path)
+    wrong = query(
+        lab,
+        "SELECT count(*) FROM (SELECT tool_seq, row_number() OVER (PARTITION BY trajectory_id, "
+        "coalesce(tool, tool_name, '(unknown)') ORDER BY step_index) AS expected FROM steps "
+        "WHERE kind = 'tool_call') WHERE tool_seq IS DISTINCT FROM expected",
+    )
+    assert wrong.column(0).to_pylist() == [0]
+    others = query(lab, "SELECT DISTINCT tool_seq FROM steps WHERE kind <> 'tool_call'")
+    assert others.column(0).to_pylist() == [0]
+    repeats = query(lab, "SELECT count(*) FROM steps WHERE tool_seq > 1 AND agent_id <> 'main'")
+    assert repeats.column(0).to_pylist()[0] > 0  # sub-agents' repeated calls are numbered too

@@ -207,3 +207,32 @@ def test_open_errors(tmp_path: Path) -> None:
     (bad / "lab.json").write_text(json.dumps({"format": "trajlab-lab", "schema_version": 99}))
     with pytest.raises(LabError, match="newer than this trajlab"):
         Lab.open(bad)
+
+
+def test_a_v1_lab_opens_without_writing_and_is_stamped_by_its_next_write(tmp_path: Path) -> None:
+    """Schema v2 only adds steps.tool_seq: a v1 lab (here with a part that lacks the column) opens even
+    when its folder is read-only, reads tool_seq as null, and records v2 at its next write."""
+    from trajlab.schema import SCHEMA_VERSION
+
+    assert SCHEMA_VERSION == 2
+    lab = Lab.open(tmp_path / "lab", create=True)
+    v1_steps = pa.schema([f for f in table_schema("steps") if f.name != "tool_seq"])
+    row = {"trajectory_id": "t", "step_index": 0, "step_id": "t:0", "agent_id": "main", "depth": 0}
+    row |= {"kind": "tool_call", "tool": "ls", "programs": [], "is_error": False, "timed_out": False}
+    with lab.write("v1 part") as txn:
+        staged = txn.staging_dir / "v1.parquet"
+        pq.write_table(pa.Table.from_pylist([row], schema=v1_steps), staged)
+        txn.add_part("steps", staged)
+    manifest = json.loads((lab.root / "lab.json").read_text())
+    manifest["schema_version"] = 1
+    (lab.root / "lab.json").write_text(json.dumps(manifest))
+    before = (lab.root / "lab.json").read_bytes()
+    lab.root.chmod(0o555)
+    try:
+        old = Lab.open(lab.root)
+        assert old.manifest.schema_version == 1 and (lab.root / "lab.json").read_bytes() == before
+        assert query(old, "select tool, tool_seq from steps").to_pylist() == [{"tool": "ls", "tool_seq": None}]
+    finally:
+        lab.root.chmod(0o755)
+    old.append("quarantine", qrows(1))
+    assert json.loads((lab.root / "lab.json").read_text())["schema_version"] == 2

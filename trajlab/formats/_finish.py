@@ -35,6 +35,7 @@ def finish_trajectory(
     index_of: dict[int, int] | None = None
     kinds = _KINDS
     prefix = f"{tid}:"
+    seq_of: dict[str, int] = {}  # calls so far per tool, for tool_seq
     for i, s in enumerate(steps):
         if "_parent" in s:
             parent = s.pop("_parent")
@@ -69,6 +70,15 @@ def finish_trajectory(
                     s["command"] = info.command
             if args is not None and not isinstance(args, str):
                 s["arguments"] = json_str(args)
+            # the analyses' tool key, coalesce(tool, tool_name, '(unknown)'): None, not "", falls through
+            key = s.get("tool")
+            if key is None:
+                key = s.get("tool_name")
+                if key is None:
+                    key = "(unknown)"
+            s["tool_seq"] = seq_of[key] = seq_of.get(key, 0) + 1
+        else:
+            s["tool_seq"] = 0
         if s.get("is_error"):
             n_err += 1
         md = s.get("metadata")

@@ -13,8 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
-"""Version of the lab schema. Bumped when a table changes; old labs are upgraded on open."""
+SCHEMA_VERSION = 2
+"""Version of the lab schema. Bumped when a table changes; old labs are upgraded on open.
+
+v2 added `steps.tool_seq`; parts written by v1 read it as null (see `Step.tool_seq`)."""
 
 Outcome = Literal["success", "failure", "unknown"]
 StepKind = Literal["system", "user", "assistant", "reasoning", "tool_call", "tool_result", "compaction"]
@@ -172,6 +174,12 @@ class Step(Table):
     tool: str | None = Field(
         None,
         description="Normalized real tool behind the call: `ffmpeg`, `whisper`, `python`, `grep`, `apply_patch`...",
+    )
+    tool_seq: int | None = Field(
+        None,
+        description="For a tool call: its 1-based number among the trajectory's calls of the same tool "
+        "(`tool`, else `tool_name`, else `(unknown)`), in step order, so 1 marks the first use; 0 for "
+        "other steps; null in parts written before schema v2 (analyses then count from the other columns).",
     )
     programs: list[str] = Field(
         default_factory=list,

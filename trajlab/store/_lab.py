@@ -44,7 +44,7 @@ from ._manifest import (
     utcnow,
     write_manifest,
 )
-from ._migrations import apply_migrations
+from ._migrations import apply_migrations, pending_migrations
 from ._parts import PartWriter, conform, new_part_name, parquet_options
 
 STAGING = _publish.STAGING
@@ -84,7 +84,7 @@ class Lab:
                 f"(v{SCHEMA_VERSION}); upgrade trajlab"
             )
         lab = cls(root, manifest)
-        if manifest.schema_version < SCHEMA_VERSION:
+        if pending_migrations(manifest.schema_version, manifest.migrations):
             with lab.write("migrate") as txn:
                 apply_migrations(txn)
         return lab

@@ -2,7 +2,9 @@
 
 Each migration upgrades a lab from one schema version to the next inside a write transaction and
 is recorded by name in the manifest. Parquet parts written by older versions stay readable: readers
-always use the current schema, so columns added later read as nulls.
+always use the current schema, so columns added later read as nulls. A version that only adds columns
+(v2: `steps.tool_seq`) needs no migration: opening such a lab writes nothing (it may be read-only), and
+its next write records the current version.
 """
 
 from __future__ import annotations
@@ -22,15 +24,19 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
+def pending_migrations(version: int, done: list[str]) -> list[Migration]:
+    """The migrations a lab at schema `version` that already ran `done` still needs, in order."""
+    return [m for m in MIGRATIONS if m[0] >= version and m[1] not in done]
+
+
 def apply_migrations(txn: Transaction) -> list[str]:
     manifest = txn.lab.manifest
     applied = []
     version = manifest.schema_version
-    for from_version, name, fn in MIGRATIONS:
-        if from_version >= version and name not in manifest.migrations:
-            fn(txn)
-            manifest.migrations.append(name)
-            applied.append(name)
+    for _, name, fn in pending_migrations(version, manifest.migrations):
+        fn(txn)
+        manifest.migrations.append(name)
+        applied.append(name)
     manifest.schema_version = SCHEMA_VERSION
     txn.summary["migrations"] = applied
     return applied
