@@ -78,16 +78,32 @@ class LabBuilder:
         self.labels.setdefault(table, []).append({"created_at": NOW, **row})
         return self
 
-    def build(self) -> Lab:
+    def build(self, tool_seq: bool = True) -> Lab:
+        """Write the lab; `tool_seq=False` leaves steps.tool_seq null, as in a lab written by schema v1."""
         lab = Lab.open(self.root, create=True)
         with lab.write("test fixture") as txn:
             if self.trajectories:
                 txn.append("trajectories", self.trajectories)
             if self.steps:
-                txn.append("steps", self.steps)
+                txn.append("steps", with_tool_seq(self.steps) if tool_seq else self.steps)
             for table, rows in self.labels.items():
                 txn.append(table, rows)
         return lab
+
+
+def with_tool_seq(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with `tool_seq` as ingest writes it: per trajectory, the running count of calls of the
+    same tool (tool, else tool_name, else "(unknown)") in step order, 0 on other steps."""
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for s in sorted(steps, key=lambda s: (s["trajectory_id"], s["step_index"])):
+        seq = 0
+        if s["kind"] == "tool_call":
+            tool = s.get("tool") if s.get("tool") is not None else s.get("tool_name")
+            k = (s["trajectory_id"], "(unknown)" if tool is None else tool)
+            seq = seen[k] = seen.get(k, 0) + 1
+        out.append({**s, "tool_seq": seq})
+    return out
 
 
 def arrow_table(table: str, columns: dict[str, Any]) -> pa.Table:
@@ -112,15 +128,17 @@ def simulated_lab(
     p_success: float,
     p_failure: float,
     seed: int,
+    tool_seq: bool = True,
 ) -> Lab:
     """Independent replicates (benchmark `rep<i>`) of a two-tool world with a known usage gap.
 
     Each trajectory calls `probe` with probability p (by outcome), 1 + Poisson(2) times when it does,
-    and always calls `python` 1 + Poisson(4) times. Built as Arrow tables (tens of thousands of rows).
+    and always calls `python` 1 + Poisson(4) times. Built as Arrow tables (tens of thousands of rows);
+    `tool_seq=False` leaves steps.tool_seq null (a lab written before schema v2).
     """
     rng = np.random.default_rng(seed)
     tids, outcomes, benches = [], [], []
-    step_tid, step_idx, step_tool = [], [], []
+    step_tid, step_idx, step_tool, step_seq = [], [], [], []
     for rep in range(n_replicates):
         for outcome, p in (("success", p_success), ("failure", p_failure)):
             for k in range(n_per_outcome):
@@ -135,6 +153,7 @@ def simulated_lab(
                 step_tid += [tid] * len(tools)
                 step_idx += list(range(len(tools)))
                 step_tool += tools
+                step_seq += [tools[: i + 1].count(t) for i, t in enumerate(tools)]
     n = len(tids)
     traj = arrow_table(
         "trajectories",
@@ -159,6 +178,7 @@ def simulated_lab(
             "kind": ["tool_call"] * m,
             "tool": step_tool,
             "programs": [[t] for t in step_tool],
+            "tool_seq": step_seq if tool_seq else [None] * m,
         },
     )
     lab = Lab.open(root, create=True)

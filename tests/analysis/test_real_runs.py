@@ -122,3 +122,30 @@ def test_other_analyses_on_the_example_runs(example_lab):
     assert all(0 <= a <= 1 for a in acc)
     funnel = step_funnel(example_lab)
     assert funnel.missing == [] and sum(r["first_errors"] for r in funnel.table.to_pylist()) > 0
+
+
+TOOL_SEQ_WRONG = """
+SELECT count(*) AS wrong FROM (
+    SELECT tool_seq, row_number() OVER (
+        PARTITION BY trajectory_id, coalesce(tool, tool_name, '(unknown)') ORDER BY step_index
+    ) AS expected
+    FROM steps WHERE kind = 'tool_call'
+) WHERE tool_seq IS DISTINCT FROM expected
+"""
+
+
+@pytest.mark.corpus
+def test_tool_seq_numbers_real_calls_and_gaps_agree_across_sources(corpus_lab):
+    """Ingest numbers every call of a tool in its trajectory (sub-agents included); the gap query
+    counting first uses by tool_seq gives the table counted by a GROUP BY per trajectory and tool."""
+    from trajlab.analysis import refresh_tool_usage
+
+    lab, _ = corpus_lab
+    assert run_sql(lab, TOOL_SEQ_WRONG).to_pylist() == [{"wrong": 0}]
+    assert run_sql(lab, "SELECT count(*) AS n FROM steps WHERE kind <> 'tool_call' AND tool_seq <> 0")[
+        "n"
+    ].to_pylist() == [0]
+    p0 = {"min_support": 0, "min_trajectories": 0}
+    fast = run_sql(lab, "gaps", by="model", params=p0, counts="steps")
+    refresh_tool_usage(lab, "tool", progress=False)
+    assert fast.num_rows > 0 and fast.equals(run_sql(lab, "gaps", by="model", params=p0, counts="tool_usage"))

@@ -22,7 +22,7 @@ def test_catalog_lists_every_shipped_file_with_docs():
     gaps = get_analysis("gaps")
     assert gaps.params == {"min_support": 10, "min_trajectories": 5}
     assert gaps.param_docs["min_support"].startswith("minimum number of calls")
-    assert set(gaps.placeholders) == {"by", "partition_by", "tool_counts"} and gaps.groupable
+    assert set(gaps.placeholders) == {"by", "partition_by", "tool_use"} and gaps.groupable
     assert get_analysis("failures").params == {"source": "judge", "judge": None}
     assert get_analysis("tokens").default_by == ("model", "harness", "reasoning_effort")
     for a in list_analyses():

@@ -28,7 +28,7 @@ ARITH = "python3 -c 'print(2+3)'"
 CV2 = "python3 -c 'import cv2; cv2.VideoCapture(\"a.mp4\")'"
 
 
-def _lab(b: LabBuilder):
+def _lab(b: LabBuilder, tool_seq: bool = True):
     b.traj("S1", "success", model="m1").traj("S2", "success", model="m1")
     b.traj("F1", "failure", model="m2").traj("F2", "failure", model="m2").traj("U1", "unknown", model="m1")
     b.shell("S1", FFPROBE), b.shell("S1", FRAMES, error=True), b.shell("S1", ARITH), b.step("S1")
@@ -37,7 +37,7 @@ def _lab(b: LabBuilder):
     b.shell("F1", CV2, error=True), b.shell("F1", CV2, error=True), b.shell("F1", ARITH)
     b.step("F2")
     b.shell("U1", "ls -la")
-    return b.build()
+    return b.build(tool_seq=tool_seq)
 
 
 # (trajectory, tool) -> (n_calls, n_errors, first_index), per key
@@ -252,7 +252,7 @@ def test_bad_arguments(builder):
     with pytest.raises(ConfigError, match="key must be one of"):
         tool_usage_rows(lab, "x' OR 1=1 --")
     info = get_analysis("gaps")
-    assert set(info.placeholders) == {"by", "partition_by", "tool_counts"} and info.groupable
+    assert set(info.placeholders) == {"by", "partition_by", "tool_use"} and info.groupable
     assert info.params == {"min_support": 10, "min_trajectories": 5}
 
 
@@ -268,3 +268,37 @@ def test_lab_without_tool_calls_or_steps(builder, tmp_path):
     lab = builder.build()
     assert refresh_tool_usage(lab, progress=False)[0].rows == 0
     assert gaps(lab, progress=False, counts="tool_usage").missing == ["no tool calls"]
+
+
+def test_gaps_from_steps_count_first_uses_by_tool_seq(builder, tmp_path):
+    """With steps.tool_seq (schema v2) the gap query counts one row per call and first uses by
+    `tool_seq = 1`; a lab written before it (tool_seq null), and a lab mixing both kinds of parts, give
+    the same tables."""
+    p0 = {"min_support": 0, "min_trajectories": 0}
+    new = _lab(builder)
+    v1 = _lab(LabBuilder(tmp_path / "v1"), tool_seq=False)
+    mixed = _lab(LabBuilder(tmp_path / "mixed"))
+    res = run_analysis(new, "gaps", params=p0, counts="steps")
+    assert "WHERE tool_seq > 0" in res.sql and "tool_seq IS NULL" in res.sql
+    seqs = run_sql(new, "SELECT tool, tool_seq FROM steps WHERE trajectory_id = 'S1' ORDER BY step_index")
+    assert [(r["tool"], r["tool_seq"]) for r in seqs.to_pylist()] == [
+        ("ffprobe", 1), ("ffmpeg", 1), ("python", 1), (None, 0), ("ffprobe", 2)
+    ]  # fmt: skip
+    assert run_sql(v1, "SELECT count(tool_seq) AS n FROM steps").to_pylist() == [{"n": 0}]
+    # the mixed lab gets a second, v1-style part (tool_seq null): F3, a failure using ffprobe twice
+    extra = LabBuilder(tmp_path / "unused").traj("F3", "failure", model="m2")
+    extra.shell("F3", FFPROBE), extra.shell("F3", FFPROBE), extra.shell("F3", ARITH)
+    with mixed.write("v1-style part") as txn:
+        txn.append("trajectories", extra.trajectories)
+        txn.append("steps", extra.steps)
+    assert len(mixed.files("steps")) == 2
+    for key in ("tool", "tool_modality", "program"):
+        for by in ((), ("model",)):
+            want = run_sql(new, "gaps", by=by, key=key, params=p0, counts="steps")
+            assert run_sql(v1, "gaps", by=by, key=key, params=p0, counts="steps").equals(want), (key, by)
+            got = run_sql(mixed, "gaps", by=by, key=key, params=p0, counts="steps")
+            refresh_tool_usage(mixed, key, progress=False)
+            assert got.equals(run_sql(mixed, "gaps", by=by, key=key, params=p0, counts="tool_usage"))
+    rows = {r["tool"]: r for r in run_sql(mixed, "gaps", params=p0, counts="steps").to_pylist()}
+    assert rows["ffprobe"]["calls_failure"] == 2 and rows["ffprobe"]["traj_using_failure"] == 1
+    assert rows["python"]["calls_failure"] == 4 and rows["python"]["traj_using_failure"] == 2

@@ -25,6 +25,7 @@ from ._catalog import (
     normalize_by,
     parse_value,
     tool_counts_sql,
+    tool_use_sql,
 )
 from ._gaps import gaps, gaps_schema
 from ._materialize import AUTO_MATERIALIZE_CALLS, ToolUsageFile, refresh_tool_usage, tool_usage_rows
@@ -81,4 +82,5 @@ __all__ = [
     "tool_counts_sql",
     "tool_usage_current",
     "tool_usage_rows",
+    "tool_use_sql",
 ]

@@ -12,7 +12,9 @@ Placeholders let one file serve any grouping; they are filled in before DuckDB s
 `{{by}}` becomes the grouping columns each followed by a comma (`model, harness, `) and
 `{{partition_by}}` becomes `PARTITION BY model, harness` (both become nothing without grouping);
 `{{key}}` becomes the expression that names a call's tool (see TOOL_KEYS); `{{tool_counts}}` becomes a
-relation with one row per (trajectory, tool it called) and its `n_calls` (see `tool_counts_sql`).
+relation with one row per (trajectory, tool it called) and its `n_calls` (see `tool_counts_sql`);
+`{{tool_use}}` a relation whose sums per trajectory and tool are the calls and whether the tool was used
+(see `tool_use_sql`), cheaper to compute from steps.
 """
 
 from __future__ import annotations
@@ -44,16 +46,20 @@ GROUP_COLUMNS: tuple[str, ...] = (
 
 GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "reasoning_effort"}
 
-PLACEHOLDERS = ("by", "partition_by", "key", "tool_counts")
+PLACEHOLDERS = ("by", "partition_by", "key", "tool_counts", "tool_use")
+
+# coalesce(tool, tool_name, '(unknown)'), written as a CASE: DuckDB evaluates coalesce over strings by
+# materializing every value (0.2 s of a 0.5 s gap query on 10M calls) and this CASE only where tool is null
+_TOOL = "CASE WHEN tool IS NULL THEN coalesce(tool_name, '(unknown)') ELSE tool END"
 
 TOOL_KEYS: dict[str, str] = {
-    "tool": "coalesce(tool, tool_name, '(unknown)')",
-    "tool_modality": "coalesce(tool, tool_name, '(unknown)') || coalesce(':' || modality, '')",
-    "program": "unnest(CASE WHEN len(programs) > 0 THEN list_distinct(programs) "
-    "ELSE [coalesce(tool, tool_name, '(unknown)')] END)",
+    "tool": _TOOL,
+    "tool_modality": f"{_TOOL} || coalesce(':' || modality, '')",
+    "program": f"unnest(CASE WHEN len(programs) > 0 THEN list_distinct(programs) ELSE [{_TOOL}] END)",
 }
 """What counts as one "tool" for `{{key}}`: the normalized tool (default), the tool with the call's
-modality (`python:video` vs `python:compute`), or every distinct program of the command line."""
+modality (`python:video` vs `python:compute`), or every distinct program of the command line. The
+`tool` key is the one `steps.tool_seq` numbers calls by."""
 
 COUNT_SOURCES = ("auto", "tool_usage", "steps")
 """Where `{{tool_counts}}` takes the per-trajectory tool counts from: `tool_usage` (the materialized
@@ -80,6 +86,32 @@ def tool_counts_sql(key: str | None = None, source: str = "steps") -> str:
     return (
         "(SELECT trajectory_id, tool, count(*) AS n_calls FROM (SELECT trajectory_id, "
         f"{TOOL_KEYS[key]} AS tool FROM steps WHERE kind = 'tool_call') GROUP BY ALL)"
+    )
+
+
+def tool_use_sql(key: str | None = None, source: str = "steps") -> str:
+    """The relation `{{tool_use}}` stands for: columns trajectory_id, tool, n_calls, n_users, such that
+    summing n_calls over a set of trajectories gives their calls of the tool and summing n_users the
+    number of them that called it at least once.
+
+    From `tool_usage` or a GROUP BY (see `tool_counts_sql`) that is one row per trajectory and tool
+    with n_users 1. From `steps` under the `tool` key it is one row per call, n_users 1 on the
+    trajectory's first call of the tool (`tool_seq = 1`): no GROUP BY with a group per trajectory and
+    tool, about 3x cheaper on 10M calls. Parts written before `tool_seq` existed read it as null; their
+    calls are counted by the GROUP BY (a branch that Parquet statistics prune when no part lacks it).
+    """
+    key = key or "tool"
+    counts = tool_counts_sql(key, source)
+    grouped = f"(SELECT trajectory_id, tool, n_calls, 1 AS n_users FROM {counts})"
+    if source != "steps" or key != "tool":
+        return grouped
+    legacy = (
+        "(SELECT trajectory_id, tool, count(*) AS n_calls, 1 AS n_users FROM (SELECT trajectory_id, "
+        f"{TOOL_KEYS[key]} AS tool FROM steps WHERE kind = 'tool_call' AND tool_seq IS NULL) GROUP BY ALL)"
+    )
+    return (
+        f"(SELECT trajectory_id, {TOOL_KEYS[key]} AS tool, 1 AS n_calls, (tool_seq = 1)::INTEGER AS n_users "
+        f"FROM steps WHERE tool_seq > 0 UNION ALL SELECT * FROM {legacy})"
     )
 
 
@@ -217,25 +249,27 @@ def normalize_by(by: str | Iterable[str] | None) -> tuple[str, ...]:
 
 def expand(sql: str, by: Sequence[str] = (), key: str | None = None, counts: str = "steps") -> str:
     """Fill the placeholders: `{{by}}` / `{{partition_by}}` for the (already validated) grouping,
-    `{{key}}` with the expression of one of TOOL_KEYS (default `tool`), and `{{tool_counts}}` with the
-    per-trajectory tool counts from `counts` (`steps` or `tool_usage`; see `tool_counts_sql`)."""
+    `{{key}}` with the expression of one of TOOL_KEYS (default `tool`), and `{{tool_counts}}` /
+    `{{tool_use}}` with the per-trajectory tool counts from `counts` (`steps` or `tool_usage`; see
+    `tool_counts_sql` and `tool_use_sql`)."""
     found = set(_PLACEHOLDER_RE.findall(sql))
     unknown = found - set(PLACEHOLDERS)
     if unknown:
         raise ConfigError(
             f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in sorted(unknown))}; "
-            "known: {{by}}, {{partition_by}}, {{key}}, {{tool_counts}}"
+            "known: " + ", ".join("{{" + p + "}}" for p in PLACEHOLDERS)
         )
     if by and "by" not in found:
         raise ConfigError("this query has no {{by}} placeholder, so it cannot be grouped")
     if key is not None and key not in TOOL_KEYS:
         raise ConfigError(f"key must be one of {', '.join(TOOL_KEYS)}, not {key!r}")
-    if key not in (None, "tool") and not found & {"key", "tool_counts"}:
+    if key not in (None, "tool") and not found & {"key", "tool_counts", "tool_use"}:
         raise ConfigError("this query has no {{key}} placeholder, so its tool key cannot be changed")
     values = {
         "by": "".join(f"{c}, " for c in by),
         "partition_by": ("PARTITION BY " + ", ".join(by)) if by else "",
         "key": TOOL_KEYS[key or "tool"],
         "tool_counts": tool_counts_sql(key, counts) if "tool_counts" in found else "",
+        "tool_use": tool_use_sql(key, counts) if "tool_use" in found else "",
     }
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], sql)

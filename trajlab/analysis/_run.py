@@ -183,7 +183,8 @@ def bind(
 
 
 def counts_source(lab: Lab, key: str | None, counts: str = "auto") -> str:
-    """`tool_usage` or `steps`: where `{{tool_counts}}` reads from for this lab, key and choice."""
+    """`tool_usage` or `steps`: where `{{tool_counts}}` / `{{tool_use}}` read from for this lab, key and
+    choice."""
     if counts not in COUNT_SOURCES:
         raise ConfigError(f"counts must be one of {', '.join(COUNT_SOURCES)}, not {counts!r}")
     if counts == "steps":
@@ -210,7 +211,7 @@ def execute(
     lab = open_lab(lab)
     text, info = resolve(sql_or_name)
     cols = normalize_by(by) if by is not None else (info.default_by if info else ())
-    uses_counts = re.search(r"\{\{\s*tool_counts\s*\}\}", text) is not None
+    uses_counts = re.search(r"\{\{\s*tool_(counts|use)\s*\}\}", text) is not None
     source = counts_source(lab, key, counts if uses_counts else "steps")
     if counts not in COUNT_SOURCES:
         raise ConfigError(f"counts must be one of {', '.join(COUNT_SOURCES)}, not {counts!r}")
@@ -221,9 +222,10 @@ def execute(
     shown = dict(values)
     if info and info.groupable:
         shown["by"] = list(cols)
-    if info and ("key" in info.placeholders or "tool_counts" in info.placeholders):
+    counted = info is not None and bool({"tool_counts", "tool_use"} & set(info.placeholders))
+    if info and ("key" in info.placeholders or counted):
         shown["key"] = key or "tool"
-    if info and "tool_counts" in info.placeholders:
+    if counted:
         shown["counts"] = source
     return table, sql, shown, info
 
@@ -241,8 +243,8 @@ def run_sql(
 
     `params` fills DuckDB `$name` parameters (a file's `@param` lines give defaults); `by` fills the
     `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line) and `key` the
-    `{{key}}` / `{{tool_counts}}` placeholders (`tool`, `tool_modality` or `program`; see TOOL_KEYS).
-    `counts` says where `{{tool_counts}}` reads: `auto` (the materialized tool_usage table when it is
+    `{{key}}` / `{{tool_counts}}` / `{{tool_use}}` placeholders (`tool`, `tool_modality` or `program`;
+    see TOOL_KEYS). `counts` says where `{{tool_counts}}` / `{{tool_use}}` read: `auto` (the materialized tool_usage table when it is
     current, else steps; run_sql never writes), `steps`, or `tool_usage` (ConfigError when it is not
     materialized). Returns an Arrow table, or a polars / pandas frame with `as_="polars"` /
     `"pandas"`. A SQL error raises QueryError with DuckDB's message and the names of the views available.

@@ -12,16 +12,19 @@
 --                  trajectories; unsupported rows are kept but must not be read as findings
 -- Only trajectories with outcome success or failure take part. These are point estimates; `trajlab gaps`
 -- (Python: trajlab.analysis.gaps) adds bootstrap intervals over trajectories and corrected tests.
--- The calls per (trajectory, tool) come from {{tool_counts}}: the materialized `tool_usage` table when
--- it is current for the lab's steps (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does
--- on big labs), else a GROUP BY over the tool calls of `steps` (counts="steps" forces that). Counting
--- calls per trajectory and tool is most of a gap query's cost; both sources give the same table.
+-- The calls come from the tool-use relation (below): rows whose sums give, per trajectory and tool, the calls and whether
+-- the tool was used. That is the materialized `tool_usage` table when it is current for the lab's steps
+-- (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does on big labs), else the tool calls of
+-- `steps`, one row per call, a first use marked by `tool_seq = 1` (counts="steps" forces that). All
+-- sources give the same table. Aggregating per (group, tool, outcome) first keeps the pivot to the few
+-- rows that come out of it.
 --
 -- @param min_support=10 minimum number of calls of the tool (both outcomes together)
 -- @param min_trajectories=5 minimum number of trajectories that use the tool
 -- {{by}} grouping columns followed by a comma (`model, harness,`), or nothing
--- {{tool_counts}} the calls per (trajectory, tool) under the tool key (`tool` by default; also
---   `tool_modality` = tool plus modality, `python:video`, or `program` = every program of a command line)
+-- {{tool_use}} the calls (n_calls) and first uses (n_users) per trajectory under the tool key (`tool` by
+--   default; also `tool_modality` = tool plus modality, `python:video`, or `program` = every program of a
+--   command line)
 -- {{partition_by}} `PARTITION BY` the grouping columns, or nothing
 WITH traj AS (
     SELECT trajectory_id, outcome = 'success' AS success, {{by}}
@@ -29,25 +32,27 @@ WITH traj AS (
     WHERE outcome IN ('success', 'failure')
 ),
 calls AS (
-    SELECT trajectory_id, tool, n_calls FROM {{tool_counts}}
+    SELECT trajectory_id, tool, n_calls, n_users FROM {{tool_use}}
 ),
-per_trajectory AS (
-    -- one row per (trajectory, tool it used) ...
-    SELECT t.*, c.tool, c.n_calls
+by_outcome AS (
+    -- per group, outcome and tool: its calls and the trajectories that use it ...
+    SELECT t.* EXCLUDE (trajectory_id), c.tool, sum(c.n_calls) AS n_calls, sum(c.n_users) AS n_users
     FROM calls c JOIN traj t USING (trajectory_id)
+    GROUP BY ALL
     UNION ALL BY NAME
-    -- ... plus one row per trajectory with tool NULL and no calls, so that every trajectory (also one
-    -- without any tool call) counts in its group's number of trajectories
-    SELECT t.*, NULL AS tool, 0 AS n_calls
+    -- ... plus per group and outcome, with tool NULL, its number of trajectories (also those without
+    -- any tool call)
+    SELECT t.* EXCLUDE (trajectory_id), NULL AS tool, 0 AS n_calls, count(*) AS n_users
     FROM traj t
+    GROUP BY ALL
 ),
 counts AS (
     SELECT {{by}} tool,
         coalesce(sum(n_calls) FILTER (WHERE success), 0)::BIGINT AS calls_success,
         coalesce(sum(n_calls) FILTER (WHERE NOT success), 0)::BIGINT AS calls_failure,
-        count(*) FILTER (WHERE success) AS traj_success,
-        count(*) FILTER (WHERE NOT success) AS traj_failure
-    FROM per_trajectory
+        coalesce(sum(n_users) FILTER (WHERE success), 0)::BIGINT AS traj_success,
+        coalesce(sum(n_users) FILTER (WHERE NOT success), 0)::BIGINT AS traj_failure
+    FROM by_outcome
     GROUP BY ALL
 ),
 with_totals AS (
