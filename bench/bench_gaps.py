@@ -10,16 +10,21 @@ process: on a shared machine wall time depends on the load, CPU time much less).
 fresh process after evicting the files read from the OS page cache (posix_fadvise(DONTNEED)); warm runs
 repeat in one process. What is timed:
 
-- duckdb steps      `run_sql(lab, "gaps", counts="steps")`: gaps.sql counting the calls per (trajectory, tool) from
-                    the steps table and then computes per tool the call shares and usage rates in
-                    successful vs failed trajectories, the gaps and the support flag
-- duckdb previous   the formulation gaps.sql had before this benchmark's fixes (kept here verbatim)
+- duckdb steps      `run_sql(lab, "gaps", counts="steps")`: gaps.sql over the tool calls of the steps table,
+                    one row per call with first uses marked by steps.tool_seq = 1 (schema v2), then per
+                    tool the call shares and usage rates in successful vs failed trajectories, the gaps
+                    and the support flag
+- duckdb v1 lab     the same file as it runs on a lab written before tool_seq: the calls counted per
+                    (trajectory, tool) by a GROUP BY with a group per pair (the formulation until now)
 - build tool_usage  `refresh_tool_usage(lab, force=True)`: materializes the calls per (trajectory, tool)
                     (plus errors and first step) into LAB/_cache, once per version of the steps
 - duckdb tool_usage `run_sql(lab, "gaps", counts="tool_usage")`: the same file over the materialized counts
 - pandas steps      the same table computed in pandas from the same raw Parquet steps (read the columns
-                    as categoricals + groupby on categoricals with observed=True); "compute only" starts
-                    from frames already in memory
+                    as categoricals + groupby per (trajectory, tool) on categoricals with observed=True);
+                    "compute only" starts from frames already in memory
+- pandas seq        the same in pandas the way the DuckDB query runs: tool_seq read too, one row per
+                    call, first uses by tool_seq == 1, a groupby per (tool, outcome). The goals compare
+                    against the faster of the two pandas versions
 - pandas tool_usage the same table in pandas from the materialized counts (like for like)
 - build + tool_usage the honest cost of the first gap query on a new version of the steps: build plus
                     query (the ratios against pandas are printed with and without it)
@@ -28,7 +33,8 @@ repeat in one process. What is timed:
 
 The synthesized lab has realistic per-trajectory structure: lognormal trajectory lengths (median ~60
 calls), a per-trajectory mix over 40 tools with Zipf-like popularity, ~40% successes with ffprobe/ffmpeg/
-whisper more likely in successes and python3 scripts in failures, 1 assistant step per 3 calls, errors.
+whisper more likely in successes and python3 scripts in failures, 1 assistant step per 3 calls, errors,
+tool_seq numbered as ingest numbers it.
 All results are checked to agree before any time is reported.
 """
 
@@ -135,6 +141,15 @@ def synthesize(root: Path, n_calls: int, seed: int = 0, chunk_traj: int = 8000) 
             step_index = np.arange(len(step_owner)) - np.repeat(
                 firsts, np.diff(np.r_[firsts, len(step_owner)])
             )
+            # tool_seq: running count of each (trajectory, tool) in step order; 0 on assistant steps
+            call_pos = np.flatnonzero(is_call)
+            pair = step_owner[call_pos] * len(TOOLS) + tool_pos[call_pos]
+            order_pair = np.argsort(pair, kind="stable")  # stable: step order within a pair
+            sorted_pair = pair[order_pair]
+            starts = np.r_[0, np.flatnonzero(np.diff(sorted_pair)) + 1]
+            rank = np.arange(len(sorted_pair)) - np.repeat(starts, np.diff(np.r_[starts, len(sorted_pair)]))
+            tool_seq = np.zeros(len(step_owner), dtype=np.int64)
+            tool_seq[call_pos[order_pair]] = rank + 1
             tid = pa.array(ids).take(pa.array(step_owner))
             tools = pc.if_else(
                 pa.array(is_call), tool_arr.take(pa.array(tool_pos)), pa.nulls(len(step_owner), pa.string())
@@ -151,6 +166,7 @@ def synthesize(root: Path, n_calls: int, seed: int = 0, chunk_traj: int = 8000) 
                     "kind": pc.if_else(pa.array(is_call), "tool_call", "assistant"),
                     "tool_name": pc.if_else(pa.array(is_call), "Bash", pa.nulls(m, pa.string())),
                     "tool": tools,
+                    "tool_seq": pa.array(tool_seq),
                     "is_error": pa.array(
                         is_call & (rng.random(m) < np.where(success[step_owner], 0.05, 0.12))
                     ),
@@ -180,72 +196,19 @@ def synthesize(root: Path, n_calls: int, seed: int = 0, chunk_traj: int = 8000) 
     print(f"synthesized {n_traj} trajectories, {written} tool calls into {root}", file=sys.stderr)
 
 
-# gaps.sql as it was before commit 914796b (`git show 914796b^:trajlab/analysis/sql/gaps.sql`, body
-# verbatim): the (trajectory, tool) counts as a MATERIALIZED CTE and per-trajectory totals in a second
-# pass over them, joined back; kept to measure the reformulation.
-PREVIOUS_GAPS_SQL = """
-WITH traj AS (
-    SELECT trajectory_id, outcome = 'success' AS success, {{by}}
-    FROM trajectories
-    WHERE outcome IN ('success', 'failure')
-),
-calls AS MATERIALIZED (
-    SELECT trajectory_id, tool, count(*) AS n_calls
-    FROM (SELECT trajectory_id, {{key}} AS tool FROM steps WHERE kind = 'tool_call')
-    GROUP BY ALL
-),
-per_trajectory AS (
-    -- one row per (trajectory, tool it used) ...
-    SELECT t.*, c.tool, c.n_calls
-    FROM calls c JOIN traj t USING (trajectory_id)
-    UNION ALL BY NAME
-    -- ... plus one row per trajectory with tool NULL carrying all its calls (0 if none)
-    SELECT t.*, NULL AS tool, coalesce(s.n_calls, 0) AS n_calls
-    FROM traj t
-    LEFT JOIN (SELECT trajectory_id, sum(n_calls)::BIGINT AS n_calls FROM calls GROUP BY ALL) s USING (trajectory_id)
-),
-counts AS (
-    SELECT {{by}} tool,
-        coalesce(sum(n_calls) FILTER (WHERE success), 0)::BIGINT AS calls_success,
-        coalesce(sum(n_calls) FILTER (WHERE NOT success), 0)::BIGINT AS calls_failure,
-        count(*) FILTER (WHERE success) AS traj_success,
-        count(*) FILTER (WHERE NOT success) AS traj_failure
-    FROM per_trajectory
-    GROUP BY ALL
-),
-with_totals AS (
-    -- the tool-NULL row of each group holds the group's totals
-    SELECT *,
-        max(CASE WHEN tool IS NULL THEN calls_success END) OVER g AS total_calls_success,
-        max(CASE WHEN tool IS NULL THEN calls_failure END) OVER g AS total_calls_failure,
-        max(CASE WHEN tool IS NULL THEN traj_success END) OVER g AS n_traj_success,
-        max(CASE WHEN tool IS NULL THEN traj_failure END) OVER g AS n_traj_failure
-    FROM counts
-    WINDOW g AS ({{partition_by}})
-)
-SELECT {{by}}
-    tool,
-    calls_success + calls_failure AS n_calls,
-    calls_success,
-    calls_failure,
-    n_traj_success,
-    n_traj_failure,
-    traj_success AS traj_using_success,
-    traj_failure AS traj_using_failure,
-    calls_success / nullif(total_calls_success, 0) AS share_success,
-    calls_failure / nullif(total_calls_failure, 0) AS share_failure,
-    share_success - share_failure AS gap,
-    traj_success / nullif(n_traj_success, 0) AS usage_success,
-    traj_failure / nullif(n_traj_failure, 0) AS usage_failure,
-    usage_success - usage_failure AS usage_gap,
-    calls_success + calls_failure >= $min_support
-        AND traj_success + traj_failure >= $min_trajectories AS supported
-FROM with_totals
-WHERE tool IS NOT NULL
-ORDER BY {{by}} gap DESC NULLS LAST, tool
-"""
+def v1_gaps_sql() -> str:
+    """gaps.sql as it runs on a lab written before steps.tool_seq (schema v1): the calls per (trajectory,
+    tool) from a GROUP BY with one group per pair, instead of one row per call with first uses marked."""
+    from trajlab.analysis import get_analysis, tool_counts_sql
+    from trajlab.analysis._catalog import expand
+
+    grouped = f"(SELECT trajectory_id, tool, n_calls, 1 AS n_users FROM {tool_counts_sql('tool', 'steps')})"
+    return expand(get_analysis("gaps").text.replace("{{tool_use}}", grouped))
+
+
 GAPS_PARAMS = {"min_support": 10, "min_trajectories": 5}
 STEP_COLUMNS = ["trajectory_id", "kind", "tool", "tool_name"]
+SEQ_COLUMNS = [*STEP_COLUMNS, "tool_seq"]
 
 Runs = list[tuple[float, float]]  # (wall, cpu) seconds per run
 
@@ -284,8 +247,35 @@ def pandas_gaps(steps, traj):
     return pandas_gaps_from_counts(per, traj)
 
 
-def pandas_gaps_from_counts(per, traj, min_support: int = 10, min_trajectories: int = 5):
-    """The gaps table from calls per (trajectory_id, tool): same columns and order as gaps.sql."""
+def read_steps_seq_pandas(lab):
+    """The step columns with tool_seq, dictionary-encoded columns as pandas categoricals."""
+    import pandas as pd
+
+    return pd.read_parquet(lab.root / "steps", columns=SEQ_COLUMNS, read_dictionary=STEP_COLUMNS)
+
+
+def pandas_gaps_seq(steps, traj):
+    """gaps.sql in idiomatic pandas the way the DuckDB query now runs: one row per call, first uses by
+    tool_seq == 1, so no groupby per (trajectory, tool); rows summed per (tool, trajectory)."""
+    calls = steps.loc[steps["tool_seq"] > 0, ["trajectory_id", "tool", "tool_name", "tool_seq"]]
+    tool = calls["tool"]
+    if tool.isna().any():
+        tool = tool.astype(object).fillna(calls["tool_name"].astype(object)).fillna("(unknown)")
+        tool = tool.astype("category")
+    import pandas as pd
+
+    first = (calls["tool_seq"] == 1).astype("int64")
+    per = pd.DataFrame(
+        {"trajectory_id": calls["trajectory_id"], "tool": tool, "n_calls": 1, "n_users": first}
+    )
+    return pandas_gaps_from_counts(per, traj, users="n_users")
+
+
+def pandas_gaps_from_counts(
+    per, traj, min_support: int = 10, min_trajectories: int = 5, users: str | None = None
+):
+    """The gaps table from calls per (trajectory_id, tool): same columns and order as gaps.sql. With
+    `users`, rows are summed: n_calls and the `users` column (1 on a trajectory's first use)."""
     import pandas as pd
 
     known = traj[traj["outcome"].isin(["success", "failure"])]
@@ -293,9 +283,12 @@ def pandas_gaps_from_counts(per, traj, min_support: int = 10, min_trajectories: 
     success = pd.Series(is_success, index=known["trajectory_id"].to_numpy())
     s = per["trajectory_id"].map(success)  # NaN for trajectories with an unknown outcome
     per = per.assign(success=s)[s.notna()]
-    agg = (
-        per.groupby(["tool", "success"], observed=True)["n_calls"].agg(["sum", "size"]).unstack(fill_value=0)
-    )
+    grouped = per.groupby(["tool", "success"], observed=True)
+    if users is None:
+        agg = grouped["n_calls"].agg(["sum", "size"]).unstack(fill_value=0)
+    else:
+        agg = grouped[["n_calls", users]].sum().unstack(fill_value=0)
+        agg = agg.rename(columns={"n_calls": "sum", users: "size"}, level=0)
     agg = agg.reindex(columns=pd.MultiIndex.from_product([["sum", "size"], [False, True]]), fill_value=0)
     calls_s, calls_f = agg[("sum", True)].to_numpy(), agg[("sum", False)].to_numpy()
     users_s, users_f = agg[("size", True)].to_numpy(), agg[("size", False)].to_numpy()
@@ -362,8 +355,13 @@ def one_run(lab_path: str, engine: str) -> tuple[float, float]:
     lab = Lab.open(lab_path)
     if engine == "duckdb_steps":
         fn: Callable[[], Any] = lambda: run_sql(lab, "gaps", counts="steps")  # noqa: E731
+    elif engine == "duckdb_v1":
+        sql = v1_gaps_sql()
+        fn = lambda: run_sql(lab, sql, params=GAPS_PARAMS)  # noqa: E731
     elif engine == "duckdb_usage":
         fn = lambda: run_sql(lab, "gaps", counts="tool_usage")  # noqa: E731
+    elif engine == "pandas_seq":
+        fn = lambda: pandas_gaps_seq(read_steps_seq_pandas(lab), read_traj_pandas(lab))  # noqa: E731
     else:
         fn = lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab))  # noqa: E731
     return _timed(fn, 1)[0]
@@ -555,7 +553,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--investigate", action="store_true", help="Also print where the time goes.")
     ap.add_argument("--json", dest="json_out", default=None, help="Also write the figures as JSON here.")
-    ap.add_argument("--one", choices=["duckdb_steps", "duckdb_usage", "pandas_steps"], help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--one",
+        choices=["duckdb_steps", "duckdb_v1", "duckdb_usage", "pandas_steps", "pandas_seq"],
+        help=argparse.SUPPRESS,
+    )
     args = ap.parse_args()
     if args.one:
         print(*one_run(args.lab, args.one))
@@ -563,7 +565,7 @@ def main() -> None:
 
     import shutil
 
-    from trajlab.analysis import gaps, refresh_tool_usage, run_sql
+    from trajlab.analysis import gaps, refresh_tool_usage, run_analysis, run_sql
     from trajlab.store import Lab
 
     root = Path(args.lab or f"/tmp/trajlab-bench-gaps-{args.calls}")
@@ -593,25 +595,35 @@ def main() -> None:
     want = run_sql(lab, "gaps", counts="steps", as_="pandas")
     frames = (read_steps_pandas(lab), read_traj_pandas(lab))
     usage_frame = read_usage_pandas(usage.path)
-    _check_same(
-        "previous formulation", run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS, as_="pandas"), want
-    )
+    v1_sql = v1_gaps_sql()
+    assert "tool_seq > 0" not in v1_sql and "tool_seq > 0" in run_analysis(lab, "gaps", counts="steps").sql
+    n_unnumbered = run_sql(
+        lab, "SELECT count(*) AS n FROM steps WHERE kind = 'tool_call' AND tool_seq IS NULL"
+    ).column("n")[0]
+    assert n_unnumbered.as_py() == 0, "this lab has calls without tool_seq: rebuild it (--rebuild)"
+    _check_same("gaps.sql as on a v1 lab", run_sql(lab, v1_sql, params=GAPS_PARAMS, as_="pandas"), want)
     _check_same("gaps.sql over tool_usage", run_sql(lab, "gaps", counts="tool_usage", as_="pandas"), want)
     _check_same("pandas from steps", pandas_gaps(*frames), want)
+    seq_frames = (read_steps_seq_pandas(lab), frames[1])
+    _check_same("pandas from steps with tool_seq", pandas_gaps_seq(*seq_frames), want)
     _check_same("pandas from tool_usage", pandas_gaps_from_counts(usage_frame, frames[1]), want)
-    print(f"all five gap tables agree ({len(want)} tools)")
+    print(f"all six gap tables agree ({len(want)} tools)")
 
     files = lab.files("steps") + lab.files("trajectories") + [usage.path]
     figures["duckdb_steps_cold"] = _cold(lab, "duckdb_steps", r, files)
+    figures["duckdb_v1_cold"] = _cold(lab, "duckdb_v1", r, files)
     figures["duckdb_usage_cold"] = _cold(lab, "duckdb_usage", r, files)
     figures["pandas_steps_cold"] = _cold(lab, "pandas_steps", r, files)
+    figures["pandas_seq_cold"] = _cold(lab, "pandas_seq", r, files)
     run_sql(lab, "gaps", counts="steps"), run_sql(lab, "gaps", counts="tool_usage")  # warm-up
     warm: dict[str, Callable[[], Any]] = {
         "duckdb_steps_warm": lambda: run_sql(lab, "gaps", counts="steps"),
-        "duckdb_previous_warm": lambda: run_sql(lab, PREVIOUS_GAPS_SQL, params=GAPS_PARAMS),
+        "duckdb_v1_warm": lambda: run_sql(lab, v1_sql, params=GAPS_PARAMS),
         "duckdb_usage_warm": lambda: run_sql(lab, "gaps", counts="tool_usage"),
         "pandas_steps_warm": lambda: pandas_gaps(read_steps_pandas(lab), read_traj_pandas(lab)),
+        "pandas_seq_warm": lambda: pandas_gaps_seq(read_steps_seq_pandas(lab), read_traj_pandas(lab)),
         "pandas_steps_compute_only": lambda: pandas_gaps(*frames),
+        "pandas_seq_compute_only": lambda: pandas_gaps_seq(*seq_frames),
         "pandas_usage_warm": lambda: pandas_gaps_from_counts(
             read_usage_pandas(usage.path), read_traj_pandas(lab)
         ),
@@ -621,7 +633,7 @@ def main() -> None:
     for _ in range(r):  # interleaved: a load spike hits every engine alike
         for k, fn in warm.items():
             figures[k] += _timed(fn, 1)
-    frames = usage_frame = None
+    frames = seq_frames = usage_frame = None
     gaps(lab, n_boot=10, progress=False)  # warm-up (imports scipy.stats)
     n_api = max(1, r // 2)
     figures["gaps_api_usage_warm"] = _timed(
@@ -643,11 +655,16 @@ def main() -> None:
     ratios = {
         "warm: pandas steps / duckdb steps": ratio("pandas_steps_warm", "duckdb_steps_warm"),
         "cold: pandas steps / duckdb steps": ratio("pandas_steps_cold", "duckdb_steps_cold"),
+        "warm: pandas with tool_seq / duckdb steps": ratio("pandas_seq_warm", "duckdb_steps_warm"),
+        "cold: pandas with tool_seq / duckdb steps": ratio("pandas_seq_cold", "duckdb_steps_cold"),
+        "warm: pandas seq compute-only / duckdb steps": ratio("pandas_seq_compute_only", "duckdb_steps_warm"),
+        "warm: duckdb v1 lab / duckdb steps": ratio("duckdb_v1_warm", "duckdb_steps_warm"),
+        "cold: duckdb v1 lab / duckdb steps": ratio("duckdb_v1_cold", "duckdb_steps_cold"),
+        "warm: pandas steps / duckdb v1 lab": ratio("pandas_steps_warm", "duckdb_v1_warm"),
         "warm: pandas steps / duckdb tool_usage": ratio("pandas_steps_warm", "duckdb_usage_warm"),
         "cold: pandas steps / duckdb tool_usage": ratio("pandas_steps_cold", "duckdb_usage_cold"),
         "warm: pandas compute-only / duckdb steps": ratio("pandas_steps_compute_only", "duckdb_steps_warm"),
         "warm: pandas tool_usage / duckdb tool_usage": ratio("pandas_usage_warm", "duckdb_usage_warm"),
-        "warm: duckdb previous / duckdb steps": ratio("duckdb_previous_warm", "duckdb_steps_warm"),
         "warm: duckdb steps / duckdb tool_usage": ratio("duckdb_steps_warm", "duckdb_usage_warm"),
         "gaps(): from steps / from tool_usage": ratio("gaps_api_steps_warm", "gaps_api_usage_warm"),
     }
@@ -675,8 +692,16 @@ def main() -> None:
     for k, (rw, rc) in honest.items():
         print(f"{k:<46}{rw:>7.1f}x{rc:>7.1f}x")
     print(f"\nload average before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs")
+    # the baseline of a goal is the faster of the two pandas versions (per-(trajectory, tool) groupby,
+    # or one row per call with tool_seq like the query), warm or cold alike
+    for kind in ("warm", "cold"):
+        best = min((f"pandas_steps_{kind}", f"pandas_seq_{kind}"), key=lambda k: med[k][0])
+        med[f"pandas_best_{kind}"] = med[best]
+        print(f"faster pandas, {kind}: {best}")
     goals = (
-        ("query on raw steps (gaps.sql)", "duckdb_steps_warm", "pandas_steps_warm"),
+        ("query on raw steps (gaps.sql), warm", "duckdb_steps_warm", "pandas_best_warm"),
+        ("query on raw steps (gaps.sql), cold", "duckdb_steps_cold", "pandas_best_cold"),
+        ("query on a v1 lab (no tool_seq), warm", "duckdb_v1_warm", "pandas_steps_warm"),
         ("first query on new steps (build tool_usage + gaps.sql over it)", "build_plus_usage_warm", "pandas_steps_warm"),
         ("repeat query on precomputed tool_usage vs pandas over raw steps", "duckdb_usage_warm", "pandas_steps_warm"),
         ("repeat query on precomputed tool_usage vs pandas over tool_usage", "duckdb_usage_warm", "pandas_usage_warm"),
@@ -684,7 +709,7 @@ def main() -> None:
     for label, ours, base in goals:
         w, x = med[ours][0], med[base][0] / med[ours][0]
         print(
-            f"goal, {label}: warm < 1 s {'met' if w < 1.0 else 'NOT met'} ({w:.2f} s wall); "
+            f"goal, {label}: < 1 s {'met' if w < 1.0 else 'NOT met'} ({w:.2f} s wall); "
             f">= 10x pandas {'met' if x >= 10 else 'NOT met'} ({x:.1f}x wall)"
         )
     if args.json_out:
