@@ -231,7 +231,9 @@ def test_a_v1_lab_opens_without_writing_and_is_stamped_by_its_next_write(tmp_pat
     try:
         old = Lab.open(lab.root)
         assert old.manifest.schema_version == 1 and (lab.root / "lab.json").read_bytes() == before
-        assert query(old, "select tool, tool_seq from steps").to_pylist() == [{"tool": "ls", "tool_seq": None}]
+        assert query(old, "select tool, tool_seq from steps").to_pylist() == [
+            {"tool": "ls", "tool_seq": None}
+        ]
     finally:
         lab.root.chmod(0o755)
     old.append("quarantine", qrows(1))
