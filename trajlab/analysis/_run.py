@@ -244,9 +244,9 @@ def run_sql(
     `params` fills DuckDB `$name` parameters (a file's `@param` lines give defaults); `by` fills the
     `{{by}}` / `{{partition_by}}` placeholders (default: the file's `@by` line) and `key` the
     `{{key}}` / `{{tool_counts}}` / `{{tool_use}}` placeholders (`tool`, `tool_modality` or `program`;
-    see TOOL_KEYS). `counts` says where `{{tool_counts}}` / `{{tool_use}}` read: `auto` (the materialized tool_usage table when it is
-    current, else steps; run_sql never writes), `steps`, or `tool_usage` (ConfigError when it is not
-    materialized). Returns an Arrow table, or a polars / pandas frame with `as_="polars"` /
+    see TOOL_KEYS). `counts` says where `{{tool_counts}}` / `{{tool_use}}` read: `auto` (the
+    materialized tool_usage table when it is current, else steps; run_sql never writes), `steps`, or
+    `tool_usage` (ConfigError when it is not materialized). Returns an Arrow table, or a polars / pandas frame with `as_="polars"` /
     `"pandas"`. A SQL error raises QueryError with DuckDB's message and the names of the views available.
     """
     if as_ not in ("arrow", "polars", "pandas"):

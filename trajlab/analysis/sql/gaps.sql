@@ -12,12 +12,12 @@
 --                  trajectories; unsupported rows are kept but must not be read as findings
 -- Only trajectories with outcome success or failure take part. These are point estimates; `trajlab gaps`
 -- (Python: trajlab.analysis.gaps) adds bootstrap intervals over trajectories and corrected tests.
--- The calls come from the tool-use relation (below): rows whose sums give, per trajectory and tool, the calls and whether
--- the tool was used. That is the materialized `tool_usage` table when it is current for the lab's steps
--- (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does on big labs), else the tool calls of
--- `steps`, one row per call, a first use marked by `tool_seq = 1` (counts="steps" forces that). All
--- sources give the same table. Aggregating per (group, tool, outcome) first keeps the pivot to the few
--- rows that come out of it.
+-- The calls come from the tool-use relation (below): rows whose sums give, per trajectory and tool, the
+-- calls and whether the tool was used. That is the materialized `tool_usage` table when it is current
+-- for the lab's steps (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does on big labs),
+-- else the tool calls of `steps`, one row per call, a first use marked by `tool_seq = 1` (counts="steps"
+-- forces that). All sources give the same table. Aggregating per (group, tool, outcome) first keeps the
+-- pivot to the few rows that come out of it.
 --
 -- @param min_support=10 minimum number of calls of the tool (both outcomes together)
 -- @param min_trajectories=5 minimum number of trajectories that use the tool
