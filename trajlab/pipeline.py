@@ -159,6 +159,7 @@ def run_demo(
         for name, fn in (
             ("capability", lambda: analysis.capability_usage(lab)),
             ("tokens", lambda: analysis.token_efficiency(lab)),
+            ("media", lambda: analysis.media_strategy(lab)),
             ("failures", lambda: analysis.failure_distribution(lab, source="judge")),
             ("funnel", lambda: analysis.step_funnel(lab)),
         ):

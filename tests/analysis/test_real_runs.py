@@ -8,6 +8,7 @@ from trajlab.analysis import (
     capability_usage,
     failure_distribution,
     gaps,
+    media_strategy,
     run_sql,
     step_funnel,
     token_efficiency,
@@ -122,6 +123,11 @@ def test_other_analyses_on_the_example_runs(example_lab):
     assert all(0 <= a <= 1 for a in acc)
     funnel = step_funnel(example_lab)
     assert funnel.missing == [] and sum(r["first_errors"] for r in funnel.table.to_pylist()) > 0
+    # the example runs that view images raw are planted with ~1,100-1,500 extra prompt tokens per image
+    media = _rows(media_strategy(example_lab), "domain", "strategy")
+    assert media[("audio", "tools")]["n_traj"] > 10 and media[("video", "mixed")]["avg_raw_reads"] >= 1
+    raw_like = [r for (d, s), r in media.items() if d in ("image", "video") and s in ("raw", "mixed")]
+    assert raw_like and all(r["prompt_per_call_vs_tools"] > 1.2 for r in raw_like)
 
 
 TOOL_SEQ_WRONG = """

@@ -12,6 +12,7 @@ from ._analyses import (
     capability_usage,
     error_recovery,
     failure_distribution,
+    media_strategy,
     step_funnel,
     token_efficiency,
 )
@@ -38,6 +39,7 @@ ANALYSES: dict[str, str] = {
     "gaps": "gaps",
     "capability": "capability_usage",
     "tokens": "token_efficiency",
+    "media": "media_strategy",
     "failures": "failure_distribution",
     "funnel": "step_funnel",
     "recovery": "error_recovery",
@@ -70,6 +72,7 @@ __all__ = [
     "get_analysis",
     "lab_facts",
     "list_analyses",
+    "media_strategy",
     "missing_hint",
     "normalize_by",
     "parse_value",

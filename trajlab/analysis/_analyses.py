@@ -65,6 +65,26 @@ def token_efficiency(
     return _run(lab, "tokens", by, {}, missing, skip_if=lambda m: m == ["no trajectories"])
 
 
+def media_strategy(
+    lab: LabLike, by: str | Iterable[str] = ("domain",), raw_tools: str = "image_read"
+) -> AnalysisResult:
+    """Raw media vs tool orchestration: per group, runs that fed media to the model, ran extraction
+    tools on it, both or neither, with accuracy and tokens (prompt tokens per model call, and relative to
+    the tools-only runs of the group). `raw_tools` lists the tools that put media into the context."""
+    if not raw_tools or not all(t.strip() for t in raw_tools.split(",")):
+        raise ConfigError(f"raw_tools must be a comma-separated list of tool names, not {raw_tools!r}")
+
+    def missing(f: LabFacts) -> list[str]:
+        if f.n_trajectories == 0:
+            return ["no trajectories"]
+        out = [] if f.n_media_calls else ["no media tool calls"]
+        return out + ([] if f.n_with_tokens else ["no token counts"])
+
+    return _run(
+        lab, "media", by, {"raw_tools": raw_tools}, missing, skip_if=lambda m: m == ["no trajectories"]
+    )
+
+
 def failure_distribution(
     lab: LabLike,
     source: str = "judge",

@@ -26,6 +26,7 @@ MISSING_HINTS: dict[str, str] = {
     "no gold labels": "adjudicate human labels first: `trajlab adjudicate LAB`",
     "no predicted labels": "propagate labels first: `trajlab propagate LAB`",
     "no tool errors": "no tool call is flagged is_error or timed_out",
+    "no media tool calls": "no tool call touches audio, video or images (steps.modality)",
 }
 """What to do about each `AnalysisResult.missing` message (shown by the CLI and the dashboard)."""
 

@@ -89,6 +89,7 @@ class LabFacts:
     n_with_tokens: int = 0
     n_tool_calls: int = 0
     n_tool_errors: int = 0
+    n_media_calls: int = 0
     labels: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -128,7 +129,8 @@ def lab_facts(lab: LabLike) -> LabFacts:
                 (SELECT count(*) FROM trajectories
                  WHERE coalesce(total_tokens, input_tokens, output_tokens) IS NOT NULL),
                 count(*) FILTER (WHERE kind = 'tool_call'),
-                count(*) FILTER (WHERE kind = 'tool_call' AND (is_error OR timed_out))
+                count(*) FILTER (WHERE kind = 'tool_call' AND (is_error OR timed_out)),
+                count(*) FILTER (WHERE kind = 'tool_call' AND modality IN ('audio', 'video', 'image'))
             FROM steps
             """
         ).fetchone()
