@@ -10,6 +10,9 @@
 - failures j = i - 20: judge (rules) category audio_perception for j < 10, tool_infrastructure for
   10 <= j < 16, reasoning_calculation for j >= 16; gold = judge except j = 0 (video_perception);
   human annotator `ann1` = gold except j = 1 (knowledge_retrieval)
+- every run's closing assistant message but t20's records `prompt_tokens(i)` input tokens (one model
+  call with prompt tokens per run): 1200 for runs that call ffprobe, 800 for the others (t20 has none:
+  with usage on a trajectory's steps the DAG reads consecutive calls without it as one response)
 - `t20` has a real omni-modal step sequence (audio extraction, whisper, a web search, the answer) with
   gold decisive step 4, whose command line carries a secret and markup
 """
@@ -39,6 +42,10 @@ def effort(i: int) -> str:
 
 def tokens(i: int) -> int:
     return (1000 if model(i) == "m-a" else 3000) + (500 if effort(i) == "high" else 0)
+
+
+def prompt_tokens(i: int) -> int:
+    return 1200 if uses_ffprobe(i) else 800
 
 
 def difficulty(i: int) -> str:
@@ -133,6 +140,8 @@ def build_lab(
                 k += 1
                 rows.append(_call(tid, k, "Bash", {"command": cmd}))
             rows.append(_msg(tid, k + 1, "assistant", "done"))
+        if i != 20:
+            rows[-1]["input_tokens"] = prompt_tokens(i) if tokens_on else None
         steps += rows
         trajectories.append(
             {

@@ -180,9 +180,10 @@ def test_tables_cli_reports_skipped(tmp_path):
     lab = build_lab(tmp_path / "bare", tokens_on=False, difficulty_on=False, labels_on=False)
     r = CliRunner().invoke(cli, ["tables", str(lab.root), "--out", str(tmp_path / "t")])
     assert r.exit_code == 0, r.output
-    assert "(4 figures skipped: see tables.md)" in r.output
+    assert "(5 figures skipped: see tables.md)" in r.output
     combined = (tmp_path / "t" / "tables.md").read_text()
     assert "- `accuracy_by_difficulty` skipped: no difficulty levels" in combined
+    assert "- `media_tokens` skipped: no token counts" in combined
     assert not (tmp_path / "t" / "accuracy_by_difficulty.tex").exists()
     assert (tmp_path / "t" / "tool_gaps.tex").exists()
 

@@ -49,6 +49,7 @@ def test_registry_names_and_signature(fig_lab):
         "accuracy_by_difficulty",
         "exemplar_dag",
         "agreement_confusion",
+        "media_tokens",
     }
     for name, fn in FIGURES.items():
         res = fn(fig_lab, width="double")
@@ -274,6 +275,7 @@ def test_missing_data_is_skipped_with_one_line_reasons(bare_lab):
         "accuracy_by_difficulty": "no difficulty levels",
         "exemplar_dag": None,
         "agreement_confusion": "no judge labels",
+        "media_tokens": "no token counts",
     }
     res = FIGURES["accuracy_tokens_pareto"](bare_lab)
     assert res.data.num_rows == 0 and res.notes and "token" in res.notes[0]

@@ -19,6 +19,7 @@ from ._export import (
     export_figures,
     find_browser,
 )
+from ._media import MEDIA_MEASURES, media_tokens
 from ._points import accuracy_by_difficulty, accuracy_tokens_pareto
 from ._registry import FIGURES, describe_figures, figure_options
 from ._result import FigureResult, wilson
@@ -32,6 +33,7 @@ from ._style import (
     PALETTE,
     PNG_DPI,
     STATUS_COLORS,
+    STRATEGY_COLORS,
     TEMPLATE_NAME,
     WIDTHS_IN,
     paper_template,
@@ -47,11 +49,13 @@ __all__ = [
     "CONDITION_COLORS",
     "EXPORT_FORMATS",
     "FIGURES",
+    "MEDIA_MEASURES",
     "MODALITY_COLORS",
     "OUTCOME_COLORS",
     "PALETTE",
     "PNG_DPI",
     "STATUS_COLORS",
+    "STRATEGY_COLORS",
     "TABLE_FORMATS",
     "TEMPLATE_NAME",
     "WIDTHS_IN",
@@ -71,6 +75,7 @@ __all__ = [
     "find_browser",
     "latex_table",
     "markdown_table",
+    "media_tokens",
     "paper_template",
     "safe_text",
     "tool_gaps",

@@ -9,6 +9,7 @@ from typing import Any
 from ._agreement import agreement_confusion
 from ._bars import capability_usage, failure_distribution, tool_gaps
 from ._dag import exemplar_dag
+from ._media import media_tokens
 from ._points import accuracy_by_difficulty, accuracy_tokens_pareto
 from ._result import FigureResult
 
@@ -22,6 +23,7 @@ FIGURES: dict[str, FigureFunction] = {
     "accuracy_by_difficulty": accuracy_by_difficulty,
     "exemplar_dag": exemplar_dag,
     "agreement_confusion": agreement_confusion,
+    "media_tokens": media_tokens,
 }
 """Every paper figure by name; each is `fn(lab, width="single"|"double"|"screen", **options)`."""
 

@@ -122,6 +122,14 @@ CAPABILITY_COLORS: dict[str, str] = {
     "compute": "#009E73",
     "other": "#999999",
 }
+STRATEGY_COLORS: dict[str, str] = {
+    "raw": "#D55E00",
+    "mixed": "#CC79A7",
+    "tools": "#0072B2",
+    "none": "#999999",
+}
+"""Media strategies of `analysis.media_strategy`: media fed to the model (vermillion), both (purple),
+extraction tools only (blue), no media call (grey)."""
 CONDITION_COLORS: dict[str, str] = {"no-skill": "#999999", "skill": "#0072B2"}
 """Conditions other than these take the next free palette colours, in sorted order."""
 

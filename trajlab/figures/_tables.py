@@ -192,6 +192,21 @@ def _confusion(r: FigureResult) -> TableSpec:
     return TableSpec(headers, body, "l" + "r" * len(cols), r.caption)
 
 
+def _media(r: FigureResult) -> TableSpec:
+    from ._media import MEDIA_MEASURES, STRATEGY_NAMES
+
+    rows = r.data.to_pylist()
+    strategies = [s for s in STRATEGY_NAMES if any(x["strategy"] == s for x in rows)]
+    unit = MEDIA_MEASURES.get(r.params.get("measure", "prompt_per_call"), "tokens")
+
+    def cell(x: dict[str, Any]) -> str:
+        return f"{x['value']:,.0f} ({x['n_traj']})"
+
+    body = _pivot(rows, lambda x: x["group"], "strategy", cell, strategies)
+    headers = ["Group", *[f"{STRATEGY_NAMES[s]} (n)" for s in strategies]]
+    return TableSpec(headers, body, "l" + "r" * len(strategies), f"{r.caption} Cells: {unit} (trajectories).")
+
+
 SPECS: dict[str, Callable[[FigureResult], TableSpec]] = {
     "tool_gaps": _tool_gaps,
     "failure_distribution": _failure_distribution,
@@ -200,6 +215,7 @@ SPECS: dict[str, Callable[[FigureResult], TableSpec]] = {
     "accuracy_by_difficulty": _difficulty,
     "exemplar_dag": _dag,
     "agreement_confusion": _confusion,
+    "media_tokens": _media,
 }
 
 _LATEX = {
