@@ -19,7 +19,8 @@ whole set (sum of baseline figure times vs server start + sum of shared figure t
 
 The lab: lognormal trajectory lengths (median ~10 tool calls), 12 tools with outcome-dependent usage,
 6 models x 2 harnesses x 3 reasoning efforts with token counts, difficulty 1-3, conditions no-skill /
-skill, judge labels on every failure, gold and human labels on 5% of them.
+skill, judge labels on every failure, gold and human labels on 5% of them; the final answer's model
+call records prompt tokens (for media_tokens: a lab cached before that lacks them, use --rebuild).
 """
 
 from __future__ import annotations
@@ -131,9 +132,9 @@ def synthesize(root: Path, n: int, seed: int = 0, chunk: int = 20_000) -> None:
                 ),
             )
             # steps: user prompt, the tool calls, the final answer
-            tids, idx, kinds, tools, mods = [], [], [], [], []
+            tids, idx, kinds, tools, mods, prompts = [], [], [], [], [], []
             base = np.full(len(TOOLS), 1.0)
-            for t, k, ok in zip(ids, n_calls, success):
+            for t, k, ok, tok in zip(ids, n_calls, success, tokens):
                 w = base * np.array([FAVOUR.get(x, 1.0) ** (1 if ok else -1) for x in TOOLS])
                 picks = rng.choice(len(TOOLS), k, p=w / w.sum())
                 tids += [t] * (k + 2)
@@ -142,6 +143,7 @@ def synthesize(root: Path, n: int, seed: int = 0, chunk: int = 20_000) -> None:
                 names = [TOOLS[j] for j in picks]
                 tools += [None, *names, None]
                 mods += [None, *[MODALITY.get(x, "compute") for x in names], None]
+                prompts += [None] * (k + 1) + [int(tok * 0.9)]  # the answer's model call (media_tokens)
             steps = full(
                 "steps",
                 {
@@ -154,6 +156,7 @@ def synthesize(root: Path, n: int, seed: int = 0, chunk: int = 20_000) -> None:
                     "programs": [[x] if x else [] for x in tools],
                     "command": [f"{x} input" if x else None for x in tools],
                     "modality": mods,
+                    "input_tokens": prompts,
                     "text": [
                         "task" if k == "user" else "The answer is 4." if k == "assistant" else None
                         for k in kinds
