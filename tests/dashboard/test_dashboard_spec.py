@@ -23,6 +23,7 @@ def test_shipped_pages():
         "tool-gaps",
         "capability",
         "tokens",
+        "media",
         "failure-distribution",
         "models",
     ]
@@ -35,6 +36,7 @@ def test_shipped_pages():
         "accuracy_tokens_pareto",
         "failure_distribution",
         "agreement_confusion",
+        "media_tokens",
     }
     assert all(p.source.startswith(str(SHIPPED)) for p in spec.pages)
 
