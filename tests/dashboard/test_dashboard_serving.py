@@ -206,3 +206,13 @@ def test_responses_are_gzipped_when_asked(app):
     health = client.get("/_trajlab/health", headers={"Accept-Encoding": "gzip"})
     assert health.headers.get("Content-Encoding") is None and json.loads(health.data)["trajectories"] == 13
     assert zipped.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_table_cells_keep_four_significant_digits():
+    """Numbers stay numbers (sortable) but are shown to 4 significant digits; small p-values keep theirs."""
+    from trajlab.dashboard._components import cell
+
+    assert [cell(v) for v in (2226.8205, 0.123456, -3.14159, 1.2345e-05, 0.0, 7, True)] == [
+        2227.0, 0.1235, -3.142, 1.234e-05, 0.0, 7, "yes"
+    ]  # fmt: skip
+    assert cell(float("nan")) is None and cell(float("inf")) is None

@@ -42,7 +42,10 @@ def cell(v: Any, secrets: bool = True, limit: int = 200) -> Any:
     if isinstance(v, int):
         return v
     if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else round(v, 4)
+        if math.isnan(v) or math.isinf(v):
+            return None
+        # 4 significant digits: 2226.8205 -> 2227, 0.123456 -> 0.1235, a p-value 1.2345e-05 -> 1.234e-05
+        return round(v, max(0, 3 - math.floor(math.log10(abs(v))))) if v else 0.0
     if isinstance(v, (datetime, date)):
         return v.isoformat(sep=" ", timespec="seconds") if isinstance(v, datetime) else v.isoformat()
     if isinstance(v, (list, tuple)):
