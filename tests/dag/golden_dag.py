@@ -33,7 +33,7 @@ KEYS = {
 VOLATILE = {"built_at"}
 
 
-def _golden_rows() -> Any:
+def golden_rows() -> Any:
     """tests/ingest/golden_rows.py, loaded by path (test folders are not packages)."""
     spec = importlib.util.spec_from_file_location(
         "golden_rows_for_dag", HERE.parent / "ingest" / "golden_rows.py"
@@ -49,7 +49,7 @@ def build_golden_lab(tmp: Path) -> tuple[Lab, Path]:
     from trajlab.examples import generate_examples
     from trajlab.ingest import ingest
 
-    root = _golden_rows().build_input(tmp / "in")
+    root = golden_rows().build_input(tmp / "in")
     generate_examples(root / "examples", n_tasks=12, seed=3)
     ingest([root], tmp / "lab", workers=1, progress=False)
     return Lab.open(tmp / "lab"), root

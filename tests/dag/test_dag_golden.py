@@ -7,19 +7,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from golden_dag import GOLDEN, KEYS, dag_snapshot
+from golden_dag import GOLDEN, KEYS, dag_snapshot, golden_rows
 
 import trajlab.dag._store as dag_store
 
 
 def _diff(now: dict[str, dict[str, str]], want: dict[str, dict[str, str]]) -> list[str]:
-    out = []
-    for table in KEYS:
-        a, b = now.get(table, {}), want.get(table, {})
-        out += [f"{table}: new row {k}" for k in sorted(a.keys() - b.keys())]
-        out += [f"{table}: missing row {k}" for k in sorted(b.keys() - a.keys())]
-        out += [f"{table}: changed row {k}" for k in sorted(a.keys() & b.keys()) if a[k] != b[k]]
-    return out
+    return golden_rows().diff_snapshots(now, want, KEYS)
 
 
 def test_dag_rows_match_the_recorded_snapshot(tmp_path: Path) -> None:

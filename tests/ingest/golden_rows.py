@@ -20,6 +20,7 @@ import datetime as dt
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,20 @@ def row_digest(row: dict[str, Any]) -> str:
 
 def snapshot(lab: Lab, root: Path) -> dict[str, dict[str, str]]:
     return {t: {k: row_digest(r) for k, r in sorted(canonical_rows(lab, t, root).items())} for t in KEYS}
+
+
+def diff_snapshots(
+    now: dict[str, dict[str, str]], want: dict[str, dict[str, str]], tables: Iterable[str]
+) -> list[str]:
+    """New, missing and changed rows between two snapshots, table by table (also used by the DAG golden
+    test)."""
+    out = []
+    for table in tables:
+        a, b = now.get(table, {}), want.get(table, {})
+        out += [f"{table}: new row {k}" for k in sorted(a.keys() - b.keys())]
+        out += [f"{table}: missing row {k}" for k in sorted(b.keys() - a.keys())]
+        out += [f"{table}: changed row {k}" for k in sorted(a.keys() & b.keys()) if a[k] != b[k]]
+    return out
 
 
 def ingest_snapshot(tmp: Path, workers: int = 1) -> tuple[dict[str, dict[str, str]], Lab, Path]:

@@ -5,17 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from golden_rows import GOLDEN, KEYS, canonical_rows, ingest_snapshot
+from golden_rows import GOLDEN, KEYS, canonical_rows, diff_snapshots, ingest_snapshot
 
 
 def _diff(now: dict[str, dict[str, str]], want: dict[str, dict[str, str]]) -> list[str]:
-    out = []
-    for table in KEYS:
-        a, b = now.get(table, {}), want.get(table, {})
-        out += [f"{table}: new row {k}" for k in sorted(a.keys() - b.keys())]
-        out += [f"{table}: missing row {k}" for k in sorted(b.keys() - a.keys())]
-        out += [f"{table}: changed row {k}" for k in sorted(a.keys() & b.keys()) if a[k] != b[k]]
-    return out
+    return diff_snapshots(now, want, KEYS)
 
 
 def test_rows_match_the_recorded_snapshot(tmp_path: Path) -> None:

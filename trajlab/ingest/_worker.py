@@ -25,6 +25,7 @@ from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..gcutil import fewer_gc_passes
 from ..schema import DIGEST_ALGORITHM
+from ..store import fsync_file
 from ._meta import MetaIndex, apply_meta
 from ._parts import CHUNK_STEPS, _convert_together, _UnitRows, _Writers
 
@@ -86,14 +87,6 @@ def init_worker(defaults: dict[str, Any], meta: MetaIndex | None) -> None:
 GC_THRESHOLD = (50_000, 20, 100)  # collections while parsing: gen0 every 50k new containers, not 700
 
 
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
     units, staging, generation = args
     folder = Path(staging) / f"w{os.getpid()}-{os.urandom(4).hex()}"
@@ -130,7 +123,7 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
     # Flush the parts to disk here, in parallel with the other workers: the commit fsyncs them again
     # (durability is its job), which is then nearly free instead of a serial wait at the end.
     for _, path, _ in result.parts:
-        _fsync(path)
+        fsync_file(Path(path))
     return result
 
 

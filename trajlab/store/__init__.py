@@ -3,7 +3,7 @@
 from ._duckdb import DERIVED_VIEWS, check_readonly, connect, fetch_arrow, query, run_readonly, view_names
 from ._lab import Lab, Transaction, table_schema
 from ._manifest import Manifest, atomic_write_text, utcnow
-from ._parts import PartWriter, conform, rows_to_table
+from ._parts import PartWriter, conform, fsync_file, rows_to_table
 
 __all__ = [
     "DERIVED_VIEWS",
@@ -16,6 +16,7 @@ __all__ = [
     "conform",
     "connect",
     "fetch_arrow",
+    "fsync_file",
     "query",
     "rows_to_table",
     "run_readonly",
