@@ -1,4 +1,5 @@
-"""Trajectory text as display data: secrets redacted, control characters removed, length bounded.
+"""Trajectory text as display data: secrets redacted, control characters removed, bidi overrides made
+visible, length bounded.
 
 Everything the dashboard shows from a trajectory goes through these helpers and is then passed to
 Dash as a plain string child (React renders it as a text node), never as HTML or Markdown.
@@ -16,6 +17,14 @@ from ..redact import redact
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CTRL_LINE = re.compile(r"[\x00-\x1f\x7f]+")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# Bidi embeddings, overrides and isolates reorder the text after them ("report_\u202efdp.exe" reads as
+# "report_exe.pdf"): shown as a visible code point instead of obeyed. Marks (U+200E/F) are left alone.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _bidi_visible(s: str) -> str:
+    return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", s)
+
 
 MAX_BLOCK = 60_000
 """Characters of one output/argument block shown in the step inspector (the rest is cut, and says so)."""
@@ -29,7 +38,7 @@ def clean_block(text: Any, limit: int = MAX_BLOCK, secrets: bool = True) -> str:
     s = str(text)
     if secrets:
         s = redact(s)
-    s = _CTRL.sub("", _ANSI.sub("", s))
+    s = _bidi_visible(_CTRL.sub("", _ANSI.sub("", s)))
     if len(s) > limit:
         s = s[:limit] + f"\n… [{len(s) - limit:,} more characters not shown]"
     return s
@@ -46,7 +55,7 @@ def clean_line(text: Any, limit: int = 160, secrets: bool = True) -> str:
     s = str(text)[: max(4 * limit, 400)]
     if secrets:
         s = redact(s)
-    s = " ".join(_CTRL_LINE.sub(" ", _ANSI.sub("", s)).split())
+    s = " ".join(_bidi_visible(_CTRL_LINE.sub(" ", _ANSI.sub("", s))).split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
