@@ -11,9 +11,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import QueryError
+from ..errors import LabError, QueryError
 from ..schema import TABLES, arrow_schema
 
 if TYPE_CHECKING:
@@ -70,10 +71,51 @@ def _empty_select(table: str) -> str:
     return f"SELECT {cols} WHERE false"
 
 
+def _kind(t: Any) -> str:
+    """Coarse type family: a part whose column differs from the schema in family is damaged."""
+    for name, test in (
+        ("null", pa.types.is_null),
+        ("integer", pa.types.is_integer),
+        ("float", pa.types.is_floating),
+        ("boolean", pa.types.is_boolean),
+        ("string", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
+        ("binary", lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x)),
+        ("timestamp", pa.types.is_timestamp),
+        ("list", lambda x: pa.types.is_list(x) or pa.types.is_large_list(x)),
+    ):
+        if test(t):
+            return name
+    return str(t)
+
+
+def _part_columns(table: str, path: Any) -> frozenset[str]:
+    """Column names of one part of `table`, checked against the schema; LabError if it is damaged."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise LabError(f"{path}: part of table {table!r} listed in lab.json is missing") from None
+    except OSError as e:
+        raise LabError(f"{path}: part of table {table!r} is unreadable ({e.strerror or e})") from None
+    return _checked_columns(table, str(path), size)
+
+
 @lru_cache(maxsize=4096)
-def _part_columns(path: str, size: int) -> frozenset[str]:
-    """Column names of a Parquet part (parts are immutable; the size guards against a reused name)."""
-    return frozenset(pq.read_schema(path).names)
+def _checked_columns(table: str, path: str, size: int) -> frozenset[str]:
+    """(Parts are immutable; the size guards against a reused name.)"""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as e:
+        raise LabError(f"{path}: part of table {table!r} is unreadable ({e})") from None
+    for f in arrow_schema(TABLES[table]):
+        i = schema.get_field_index(f.name)
+        if i < 0:
+            continue
+        got = schema.field(i).type
+        if _kind(got) not in (_kind(f.type), "null"):
+            raise LabError(
+                f"{path}: part of table {table!r} has column {f.name!r} of type {got}; the schema says {f.type}"
+            )
+    return frozenset(schema.names)
 
 
 def view_sql(lab: Lab, table: str) -> str:
@@ -82,10 +124,7 @@ def view_sql(lab: Lab, table: str) -> str:
         return _empty_select(table)
     present: set[str] = set()
     for f in files:
-        try:
-            present |= _part_columns(str(f), f.stat().st_size)
-        except OSError:
-            present |= set(arrow_schema(TABLES[table]).names)
+        present |= _part_columns(table, f)
     cols = ", ".join(
         f.name if f.name in present else f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}"
         for f in arrow_schema(TABLES[table])
@@ -103,8 +142,16 @@ def connect(
     if threads:
         con.execute(f"SET threads={int(threads)}")
     con.execute(f"SET allowed_directories=[{_sql_str(str(lab.root) + '/')}]")
-    for table in TABLES:
-        con.execute(f"CREATE VIEW {table} AS {view_sql(lab, table)}")
+    try:
+        views = {table: view_sql(lab, table) for table in TABLES}
+    except LabError:
+        # a writer may have committed (and removed parts) since the manifest was read: reload once
+        generation = lab.generation
+        if lab.refresh().generation == generation:
+            raise
+        views = {table: view_sql(lab, table) for table in TABLES}
+    for table, sql in views.items():
+        con.execute(f"CREATE VIEW {table} AS {sql}")
     for name, sql in {**DERIVED_VIEWS, **(extra_views or {})}.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
     con.execute("SET enable_external_access=false")

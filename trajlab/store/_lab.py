@@ -49,6 +49,7 @@ from ._parts import PartWriter, conform, new_part_name, parquet_options
 
 STAGING = _publish.STAGING
 LOCK_NAME = ".lock"
+LOCK_WAIT_ENV = "TRAJLAB_LOCK_WAIT"
 
 
 def table_schema(name: str) -> pa.Schema:
@@ -71,6 +72,8 @@ class Lab:
     @classmethod
     def open(cls, path: str | os.PathLike[str], create: bool = False) -> Lab:
         root = Path(path).expanduser().absolute()
+        if root.exists() and not root.is_dir():
+            raise LabError(f"{root}: is a file, not a lab folder")
         if not (root / MANIFEST_NAME).exists():
             if not create:
                 if not root.exists():
@@ -83,6 +86,7 @@ class Lab:
                 f"{root}: lab schema v{manifest.schema_version} is newer than this trajlab "
                 f"(v{SCHEMA_VERSION}); upgrade trajlab"
             )
+        _check_unlisted_tables(root, manifest)
         lab = cls(root, manifest)
         if pending_migrations(manifest.schema_version, manifest.migrations):
             with lab.write("migrate") as txn:
@@ -92,9 +96,14 @@ class Lab:
     @classmethod
     def create(cls, path: str | os.PathLike[str]) -> Lab:
         root = Path(path).expanduser().absolute()
+        if root.exists() and not root.is_dir():
+            raise LabError(f"{root}: is a file, not a lab folder")
         if root.exists() and any(root.iterdir()) and not (root / MANIFEST_NAME).exists():
             raise LabError(f"{root}: folder exists and is not empty; refusing to turn it into a lab")
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LabError(f"{root}: cannot create the lab folder ({e.strerror or e})") from None
         with _lock(root):
             if (root / MANIFEST_NAME).exists():
                 return cls(root, read_manifest(root))
@@ -184,8 +193,12 @@ class Lab:
     # -- writing ---------------------------------------------------------------------------------
 
     @contextmanager
-    def write(self, operation: str, wait_s: float = 30.0) -> Iterator[Transaction]:
+    def write(self, operation: str, wait_s: float | None = None) -> Iterator[Transaction]:
         """Exclusive write transaction; commits on normal exit, rolls back on exception."""
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise LabError(
+                f"{self.root}: the lab folder is read-only; cannot {operation} (nothing was written)"
+            )
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
             _publish.recover(self.root, self.manifest, list(TABLES))
@@ -410,10 +423,28 @@ class Transaction:
 # -- locking and recovery ------------------------------------------------------------------------
 
 
+def lock_wait_s() -> float:
+    """How long a writer waits for the lab lock: $TRAJLAB_LOCK_WAIT seconds, else 30."""
+    raw = os.environ.get(LOCK_WAIT_ENV, "").strip()
+    if not raw:
+        return 30.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise LabError(f"{LOCK_WAIT_ENV}={raw!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise LabError(f"{LOCK_WAIT_ENV}={raw!r} must be >= 0 seconds")
+    return value
+
+
 @contextmanager
-def _lock(root: Path, wait_s: float = 30.0) -> Iterator[None]:
+def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
+    wait_s = lock_wait_s() if wait_s is None else wait_s
     root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise LabError(f"{root / LOCK_NAME}: cannot take the writer lock ({e.strerror or e})") from None
     try:
         deadline = time.monotonic() + wait_s
         while True:
@@ -422,7 +453,10 @@ def _lock(root: Path, wait_s: float = 30.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise LabLockedError(f"{root}: another trajlab process is writing to this lab") from None
+                    raise LabLockedError(
+                        f"{root}: another trajlab process is writing to this lab (waited {wait_s:g} s for "
+                        f"{LOCK_NAME}; set {LOCK_WAIT_ENV} to wait longer)"
+                    ) from None
                 time.sleep(0.05)
         yield
     finally:
@@ -430,6 +464,18 @@ def _lock(root: Path, wait_s: float = 30.0) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _check_unlisted_tables(root: Path, manifest: Manifest) -> None:
+    """A table folder on disk that the manifest does not list means a damaged manifest: reading would
+    show the table as empty and the next write to it would delete its parts, so refuse to open."""
+    for table in TABLES:
+        link = root / table
+        if table not in manifest.tables and (link.is_symlink() or link.is_dir()):
+            raise LabError(
+                f"{root / MANIFEST_NAME}: has no entry for table {table!r}, but {root / table} holds its "
+                f"parts; the manifest is damaged (restore lab.json from a backup)"
+            )
 
 
 def _missing_part(e: BaseException) -> bool:

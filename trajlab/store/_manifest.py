@@ -60,7 +60,9 @@ class Manifest:
         return json.dumps(asdict(self), indent=1, sort_keys=False)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], where: str) -> Manifest:
+    def from_dict(cls, d: Any, where: str) -> Manifest:
+        if not isinstance(d, dict):
+            raise LabError(f"{where}: corrupt manifest (a JSON {type(d).__name__}, not an object)")
         if d.get("format") != LAB_FORMAT:
             raise LabError(f"{where}: not a trajlab lab manifest (format={d.get('format')!r})")
         try:
@@ -84,7 +86,9 @@ class Manifest:
                 migrations=list(d.get("migrations", [])),
                 history=list(d.get("history", [])),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except KeyError as e:
+            raise LabError(f"{where}: corrupt manifest (missing field {e})") from e
+        except (TypeError, ValueError, AttributeError) as e:
             raise LabError(f"{where}: corrupt manifest ({e})") from e
 
 
