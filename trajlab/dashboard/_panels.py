@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 import plotly.express as px
 import pyarrow as pa
 from dash import ALL, MATCH, Input, Output, State, dcc, html
@@ -203,7 +204,8 @@ def _chart(ctx: DashContext, panel: SqlPanel, table: pa.Table) -> Any:
         )
     df = table.to_pandas()
     for c in df.columns:  # plotly renders a subset of HTML in labels: make text inert
-        if df[c].dtype == object:
+        # pandas 3 reads Arrow strings as the `str` dtype, not `object`: test for both
+        if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
             df[c] = df[c].map(lambda v: safe_text(v, 80) if isinstance(v, str) else v)
     fn = {"bar": px.bar, "line": px.line, "scatter": px.scatter}[panel.display]
     fig = fn(df, x=panel.x, y=panel.y, color=panel.color, template=paper_template("screen"))
