@@ -51,6 +51,7 @@ HOSTILE_TID = "t_hostile0000001"
 BIG_TID = "t_big5000steps01"
 BIG_STEPS = 5000
 HOSTILE_TOOL = "<b>bold-tool</b>"
+BIG_MODEL = '<b>bold-model</b> <a href="https://example.invalid/">ext</a>'  # plotly renders <b>, <a href>
 
 
 def _hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -111,7 +112,7 @@ def _big_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     for r in rows[1::97]:
         if r["kind"] == "tool_call" and r.get("command"):
             r["command"] = f"echo '{IMG}' {SCRIPT} {r['step_index']}"
-    traj.update(runner="claude_code", model="model-big", started_at=T0 + timedelta(hours=1))
+    traj.update(runner="claude_code", model=BIG_MODEL, started_at=T0 + timedelta(hours=1))
     return traj, rows
 
 
@@ -440,3 +441,19 @@ def test_review_queue_and_review_note(page, lab):
         for x in (lab.parent / "annotations" / "default" / "dora.jsonl").read_text().splitlines()
     ]
     assert rec["note"] == note and rec["trajectory_id"] == HOSTILE_TID
+
+
+def test_sql_chart_labels_are_inert(page):
+    """The Models page's bar chart (a YAML `sql` panel): model names are axis labels, shown as text."""
+    page.goto("/models")
+    page.page.wait_for_selector(".js-plotly-plot .xtick text")
+    ticks = page.page.locator(".js-plotly-plot .xtick text").all_text_contents()
+    assert 'model ‹img src=x onerror="window.__pwned=1"›' in ticks, ticks
+    assert '‹b›bold-model‹/b› ‹a href="https://example.invalid/"›ext‹/a›' in ticks, ticks
+    svg = page.page.evaluate(
+        """() => ({links: document.querySelectorAll('.js-plotly-plot svg a').length,
+            bold: [...document.querySelectorAll('.js-plotly-plot tspan')].filter(t => /bold/.test(t.getAttribute('style') || '')).length})"""
+    )
+    assert svg == {"links": 0, "bold": 0}, svg
+    # the same names in the page's tables, as text
+    assert BIG_MODEL in page.text("#page")
