@@ -9,6 +9,7 @@ import click
 
 from .. import analysis, tabular
 from ..analysis import ANALYSES, AnalysisResult, missing_hint, parse_value
+from ._output import check_outside_lab, write_out
 
 # Columns of `gaps` shown in a terminal table (files and csv/json always get every column).
 GAPS_SHORT = (
@@ -43,7 +44,9 @@ def _output_options(f):
     return f
 
 
-def _report(res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short=None) -> None:
+def _report(
+    res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short=None, lab: str | None = None
+) -> None:
     for m in res.missing:
         hint = missing_hint(m)
         click.echo(f"missing: {m}" + (f" ({hint})" if hint else ""), err=True)
@@ -54,7 +57,9 @@ def _report(res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short
         if out:
             p = Path(out)
             target = p.with_name(p.stem + suffix + p.suffix) if suffix else p
-            r.write(target, None if fmt == "table" else fmt)
+            write_out(
+                target, lambda r=r, target=target: r.write(target, None if fmt == "table" else fmt), lab
+            )
             click.echo(f"wrote {r.num_rows} rows to {target}")
             continue
         if fmt == "parquet":
@@ -101,17 +106,43 @@ def _short_gaps(res: AnalysisResult):
 @click.command("gaps")
 @click.argument("lab", type=click.Path(path_type=str))
 @click.option("--by", default="", help="Group by trajectory columns, e.g. model,harness,benchmark,effort.")
-@click.option("--min-support", type=int, default=10, show_default=True, help="Minimum calls of a tool.")
 @click.option(
-    "--min-trajectories", type=int, default=5, show_default=True, help="Minimum trajectories using a tool."
+    "--min-support",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Minimum calls of a tool.",
 )
-@click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap replicates.")
+@click.option(
+    "--min-trajectories",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Minimum trajectories using a tool.",
+)
+@click.option(
+    "--n-boot",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap replicates (0: none).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="1 - interval level; test level.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="1 - interval level; test level.",
+)
 @click.option("--correction", type=click.Choice(analysis.CORRECTIONS), default="holm", show_default=True)
 @click.option("--test", type=click.Choice(analysis.TESTS), default="fisher", show_default=True)
 @click.option(
-    "--n-perm", type=int, default=1000, show_default=True, help="Permutations for --test permutation."
+    "--n-perm",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Permutations for --test permutation.",
 )
 @click.option(
     "--key",
@@ -142,6 +173,8 @@ def gaps_cmd(
     per-trajectory usage rates, bootstrap intervals over trajectories, a Fisher (or permutation) test
     corrected for multiple comparisons, and a minimum-support filter that flags thin rows.
     """
+    if out:
+        check_outside_lab(out, lab)
     res = analysis.gaps(
         lab,
         by=by,
@@ -169,7 +202,24 @@ def gaps_cmd(
         res.table = res.table.filter(pc.field("significant"))
     if t.num_rows and fmt in ("table", "markdown") and not out:
         click.echo(summary)
-    _report(res, fmt, out, max_rows, None if all_columns else _short_gaps)
+    _report(res, fmt, out, max_rows, None if all_columns else _short_gaps, lab)
+
+
+def _check_param(name: str, value: object, default: object) -> None:
+    """A --param value must have the type of the Python API's default (an int where it takes an int...)."""
+    want = None
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a word"
+    else:
+        ok = True
+    if not ok:
+        raise click.UsageError(f"--param {name}={value!r}: {name} wants {want}")
 
 
 @click.command("analyze")
@@ -221,14 +271,18 @@ def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> Non
         return
     if not lab:
         raise click.UsageError("give the LAB to analyse")
+    if out:
+        check_outside_lab(out, lab)
     if name in ANALYSES:
         fn = getattr(analysis, ANALYSES[name])
-        accepted = set(inspect.signature(fn).parameters) - {"lab", "by"}
+        signature = inspect.signature(fn).parameters
+        accepted = set(signature) - {"lab", "by"}
         unknown = sorted(set(kwargs) - accepted)
         if unknown:
-            raise click.UsageError(
-                f"unknown parameter(s) {', '.join(unknown)} for {name}; takes: {', '.join(sorted(accepted))}"
-            )
+            takes = f"takes: {', '.join(sorted(accepted))}" if accepted else "it takes no parameters"
+            raise click.UsageError(f"unknown parameter(s) {', '.join(unknown)} for {name}; {takes}")
+        for pname, value in kwargs.items():
+            _check_param(pname, value, signature[pname].default)
         if by is not None:
             kwargs["by"] = by
         if key is not None:
@@ -239,4 +293,4 @@ def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> Non
     else:
         res = analysis.run_analysis(lab, name, params=kwargs, by=by, key=key)
     short = _short_gaps if name == "gaps" else None
-    _report(res, fmt, out, max_rows, short)
+    _report(res, fmt, out, max_rows, short, lab)

@@ -6,6 +6,7 @@ import click
 
 from .. import tabular
 from ..store import Lab, fetch_arrow, run_readonly, view_names
+from ._output import check_outside_lab, write_out
 
 
 @click.command("sql")
@@ -20,6 +21,8 @@ from ..store import Lab, fetch_arrow, run_readonly, view_names
 @click.option("--views", is_flag=True, help="List the views available and exit.")
 def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
     """Run a read-only SQL QUERY over the views of LAB (trajectories, steps, tool_calls, ...)."""
+    if out:
+        check_outside_lab(out, lab)
     con = Lab.open(lab).connect()
     if views:
         click.echo("\n".join(view_names(con)))
@@ -30,7 +33,7 @@ def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
         raise click.UsageError("give a QUERY or --file")
     result = fetch_arrow(run_readonly(con, query))
     if out:
-        tabular.write(result, out, None if fmt == "table" else fmt)
+        write_out(out, lambda: tabular.write(result, out, None if fmt == "table" else fmt), lab)
         click.echo(f"wrote {result.num_rows} rows to {out}")
         return
     if fmt == "parquet":

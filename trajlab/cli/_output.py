@@ -1,0 +1,56 @@
+"""Writing command results to `--out` files: clear errors for unwritable targets, and never into the lab."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
+
+from ..errors import ConfigError
+from ..schema import TABLES
+
+T = TypeVar("T")
+
+# Entries of a lab folder that the store owns; an output file there would change or hide lab data.
+LAB_ENTRIES = frozenset({"lab.json", ".lock", ".gen", "_staging", *TABLES})
+
+
+def why_unwritable(out: Path, e: OSError) -> str:
+    """Why `out` could not be written, naming the directory at fault."""
+    if out.is_dir():
+        return "it is a directory"
+    for d in out.absolute().parents:
+        if d.exists():
+            if not d.is_dir():
+                return f"{d} is not a directory"
+            return f"cannot create files in {d} ({e.strerror or e})"
+    return e.strerror or str(e)
+
+
+def check_outside_lab(out: str | Path, lab: str | Path | None) -> None:
+    """Refuse an output path that would land on the lab's own files (lab.json, table folders, ...)."""
+    if lab is None:
+        return
+    root = Path(lab).expanduser().resolve()
+    target = Path(out).expanduser().resolve()
+    try:
+        rel = target.relative_to(root)
+    except ValueError:
+        return
+    if not rel.parts or rel.parts[0] in LAB_ENTRIES or rel.parts[0].startswith(".gen"):
+        raise ConfigError(
+            f"--out {out}: refusing to write into the lab's own files ({root}); choose a path outside "
+            "lab.json, .gen/, _staging/ and the table folders"
+        )
+
+
+def write_out(out: str | Path, write: Callable[[], T], lab: str | Path | None = None) -> T:
+    """Run `write` (which writes `out`), turning file-system errors into a ConfigError naming `out`."""
+    check_outside_lab(out, lab)
+    try:
+        return write()
+    except (OSError, pa.ArrowException) as e:
+        reason = why_unwritable(Path(out), e) if isinstance(e, OSError) else str(e)
+        raise ConfigError(f"cannot write {out}: {reason}") from None
