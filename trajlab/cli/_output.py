@@ -14,7 +14,7 @@ from ..schema import TABLES
 T = TypeVar("T")
 
 # Entries of a lab folder that the store owns; an output file there would change or hide lab data.
-LAB_ENTRIES = frozenset({"lab.json", ".lock", ".gen", "_staging", *TABLES})
+LAB_ENTRIES = frozenset({"lab.json", ".lock", ".gen", "_staging", "_cache", *TABLES})
 
 
 def why_unwritable(out: Path, e: OSError) -> str:
@@ -42,7 +42,7 @@ def check_outside_lab(out: str | Path, lab: str | Path | None) -> None:
     if not rel.parts or rel.parts[0] in LAB_ENTRIES or rel.parts[0].startswith(".gen"):
         raise ConfigError(
             f"--out {out}: refusing to write into the lab's own files ({root}); choose a path outside "
-            "lab.json, .gen/, _staging/ and the table folders"
+            "lab.json, .gen/, _staging/, _cache/ and the table folders"
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 
 import click
@@ -175,6 +176,7 @@ def gaps_cmd(
     """
     if out:
         check_outside_lab(out, lab)
+    counts = _counts_for(lab, counts)
     res = analysis.gaps(
         lab,
         by=by,
@@ -203,6 +205,14 @@ def gaps_cmd(
     if t.num_rows and fmt in ("table", "markdown") and not out:
         click.echo(summary)
     _report(res, fmt, out, max_rows, None if all_columns else _short_gaps, lab)
+
+
+def _counts_for(lab: str, counts: object) -> object:
+    """`auto` may build the tool_usage cache inside the lab; a read-only lab counts from steps instead
+    (the same table, see `trajlab gaps --counts`), so reading it needs no write."""
+    if counts == "auto" and Path(lab).is_dir() and not os.access(lab, os.W_OK | os.X_OK):
+        return "steps"
+    return counts
 
 
 def _check_param(name: str, value: object, default: object) -> None:
@@ -283,6 +293,8 @@ def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> Non
             raise click.UsageError(f"unknown parameter(s) {', '.join(unknown)} for {name}; {takes}")
         for pname, value in kwargs.items():
             _check_param(pname, value, signature[pname].default)
+        if name == "gaps":
+            kwargs["counts"] = _counts_for(lab, kwargs.get("counts", "auto"))
         if by is not None:
             kwargs["by"] = by
         if key is not None:
