@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 from dash_labs import T0, long_run, traj_row
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+def browser_test(f):
+    """The browser tests (the text helpers' tests below them need no browser)."""
+    return pytest.mark.browser(pytest.mark.slow(f))
+
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -290,6 +294,7 @@ def _rendered(page: Hostile, timeout_s: float, t0: float) -> None:
     assert took < timeout_s, f"took {took:.1f} s"
 
 
+@browser_test
 def test_runs_page_shows_hostile_text_as_text(page):
     t0 = time.monotonic()
     page.goto("/")
@@ -314,6 +319,7 @@ def test_runs_page_shows_hostile_text_as_text(page):
     ]
 
 
+@browser_test
 def test_trajectory_page_header_labels_and_dag(page):
     t0 = time.monotonic()
     page.goto(f"/trajectory/{HOSTILE_TID}")
@@ -346,6 +352,7 @@ def test_trajectory_page_header_labels_and_dag(page):
     assert OPENAI_KEY not in html and AWS_KEY not in html and OPENAI_KEY[:12] not in html
 
 
+@browser_test
 def test_step_inspector_and_timeline(page):
     page.goto(f"/trajectory/{HOSTILE_TID}")
     page.wait_dag(9)
@@ -396,6 +403,7 @@ def test_step_inspector_and_timeline(page):
     assert tools[1] == HOSTILE_TOOL
 
 
+@browser_test
 def test_5000_step_run_draws_and_keeps_text_inert(page):
     t0 = time.monotonic()
     page.goto(f"/trajectory/{BIG_TID}?fold=0&agents=none")
@@ -418,6 +426,7 @@ def test_5000_step_run_draws_and_keeps_text_inert(page):
     assert page.page.evaluate("() => window.trajlabDag.count()") < BIG_STEPS // 3
 
 
+@browser_test
 def test_review_queue_and_review_note(page, lab):
     import json
 
@@ -443,6 +452,7 @@ def test_review_queue_and_review_note(page, lab):
     assert rec["note"] == note and rec["trajectory_id"] == HOSTILE_TID
 
 
+@browser_test
 def test_sql_chart_labels_are_inert(page):
     """The Models page's bar chart (a YAML `sql` panel): model names are axis labels, shown as text."""
     page.goto("/models")
@@ -457,3 +467,39 @@ def test_sql_chart_labels_are_inert(page):
     assert svg == {"links": 0, "bold": 0}, svg
     # the same names in the page's tables, as text
     assert BIG_MODEL in page.text("#page")
+
+
+# -- the text helpers, without a browser --------------------------------------------------------------
+
+
+def test_bidi_controls_are_shown_not_obeyed():
+    from trajlab.dashboard import clean_block, clean_line
+
+    assert clean_line(f"mv {RTL} /tmp/") == "mv report_[U+202E]fdp.exe /tmp/"
+    every = "".join(chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+    want = "".join(f"[U+{c:04X}]" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+    assert clean_block(f"a{every}b") == f"a{want}b"
+    # marks and joiners are text: Hebrew with a right-to-left mark, emoji ZWJ sequences stay as they are
+    assert clean_block("שלום\u200f abc") == "שלום\u200f abc"
+    assert clean_block(EMOJI) == EMOJI and clean_line(EMOJI) == EMOJI
+
+
+def test_clean_block_cleans_only_a_head_of_huge_text():
+    from trajlab.dashboard import clean_block
+
+    words = "password=abcd token key sk- " * 80_000  # 2.2 MB of secret-looking words
+    out = clean_block(words, 1000)
+    shown, note = out.rsplit("\n", 1)
+    assert len(shown) == 1000 and "abcd" not in shown and shown.startswith("password=[REDACTED:")
+    assert note == f"… [{len(words) - 1000:,} more characters not shown]"
+    assert clean_block("x" * 5000, 1000).endswith("\n… [4,000 more characters not shown]")
+    assert clean_block("x" * 1000, 1000) == "x" * 1000
+    # escapes shrink the head so its end would show: a secret cut by the head's end is held back
+    cut = "\x00" * 387 + " PASSWORD=hun" + "ter2secret" + "z" * 1000
+    out = clean_block(cut, 100)
+    assert "PASSWORD" not in out and "hun" not in out
+    assert out == f"\n… [{len(cut) - 400 + 13:,} more characters not shown]"
+    # the same secret inside the head is redacted as a whole
+    assert (
+        clean_block("\x00" * 10 + " PASSWORD=hunter2secret", 100) == " PASSWORD=[REDACTED:secret_assignment]"
+    )
