@@ -290,11 +290,14 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         if not tid:
             raise PreventUpdate
         d = ctx.trajectories.get(ctx, tid)
-        who = (
-            f"reviewing as {annotator} → {ctx.source.store.path_for(annotator)}"
-            if annotator
-            else "enter your name as reviewer (top right) to save labels"
-        )
+        try:
+            who: Any = (
+                f"reviewing as {annotator} → {ctx.source.store.path_for(annotator)}"
+                if annotator
+                else "enter your name as reviewer (top right) to save labels"
+            )
+        except TrajlabError as e:  # a name that cannot be a file name (`../x`, `<img ...>`)
+            who = message(str(e), "error")
         labels = trajectory_labels(ctx.source, tid)
         can_accept = not ctx.blind and labels.under_review is not None
         hide = None if can_accept else {"display": "none"}
