@@ -431,6 +431,11 @@ def test_review_queue_and_review_note(page, lab):
     import json
 
     page.goto("/review")
+    # a reviewer name that cannot be a file name is refused, as text
+    for name in (IMG, "../../evil"):
+        page.page.fill("#annotator", name)
+        page.page.press("#annotator", "Enter")
+        page.wait_text(".panel-queue", f"annotator name {name!r} is not allowed")
     page.page.fill("#annotator", "dora")
     page.page.press("#annotator", "Enter")
     page.page.wait_for_selector(".panel-queue .dash-spreadsheet")
@@ -439,6 +444,18 @@ def test_review_queue_and_review_note(page, lab):
     row.locator("td[data-dash-column=trajectory_id]").click()
     page.wait_text("#traj-title-id", HOSTILE_TID)
     page.wait_dag(9)
+    page.wait_text("#review-as", "reviewing as dora")
+    # on the trajectory page too: the labels panel stays, the name is refused and nothing is written
+    page.page.fill("#annotator", "../../evil")
+    page.page.press("#annotator", "Enter")
+    page.wait_text("#review-as", "annotator name '../../evil' is not allowed")
+    assert "Rationale" in page.text("#labels-body")
+    page.page.click("#review-accept")
+    page.wait_text("#review-msg", "annotator name '../../evil' is not allowed")
+    assert not (lab.parent / "evil.jsonl").exists() and not (lab.parent.parent / "evil.jsonl").exists()
+    page.page.fill("#annotator", "dora")
+    page.page.press("#annotator", "Enter")
+    page.wait_text("#review-as", "reviewing as dora")
     note = f"{SCRIPT} {IMG} {MDLINK} {EMOJI}"
     page.page.fill("#review-note", note)
     page.page.click("#review-accept")
