@@ -11,6 +11,18 @@ from ._base import ParsedTrajectory, SourceUnit, json_str, parse_ts
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
+_INT64_MAX = 2**63 - 1
+
+
+def _token_count(v: Any) -> int | None:
+    """A token count as a non-negative 64-bit int (integral floats and digit strings accepted), else None."""
+    if isinstance(v, bool):
+        return None
+    if (isinstance(v, float) and v.is_integer()) or (isinstance(v, str) and v.strip().isdigit()):
+        v = int(v)
+    if type(v) is int and 0 <= v <= _INT64_MAX:
+        return v
+    return None
 
 
 def finish_trajectory(
@@ -97,6 +109,15 @@ def finish_trajectory(
             for k, f in enumerate(_TOKEN_FIELDS):
                 v = s.get(f)
                 if v is not None:
+                    if type(v) is not int or v < 0 or v > _INT64_MAX:
+                        # a count the runner wrote as text, negative or beyond 64 bits (damaged input):
+                        # a string or number would break the sum or the column, so it is dropped
+                        good = _token_count(v)
+                        if good is None:
+                            anomalies.append(f"step {i}: {f}: dropped {str(v)[:40]!r} (not a token count)")
+                        v = s[f] = good
+                        if v is None:
+                            continue
                     tok[k] += v
                     tok_seen[k] = True
     if defaults:
@@ -118,13 +139,20 @@ def finish_trajectory(
     t["n_tool_calls"] = n_calls
     t["n_errors"] = n_err
     t["n_subagents"] = len(agents)
+    for f in (*_TOKEN_FIELDS, "total_tokens"):
+        v = t.get(f)
+        if v is not None and (type(v) is not int or v < 0 or v > _INT64_MAX):
+            t[f] = _token_count(v)
+            if t[f] is None:
+                anomalies.append(f"{f}: dropped {str(v)[:40]!r} (not a token count)")
     for k, f in enumerate(_TOKEN_FIELDS):
         if t.get(f) is None and tok_seen[k]:
-            t[f] = tok[k]
+            t[f] = tok[k] if tok[k] <= _INT64_MAX else None
     if t.get("total_tokens") is None and (
         t.get("input_tokens") is not None or t.get("output_tokens") is not None
     ):
-        t["total_tokens"] = (t.get("input_tokens") or 0) + (t.get("output_tokens") or 0)
+        total = (t.get("input_tokens") or 0) + (t.get("output_tokens") or 0)
+        t["total_tokens"] = total if total <= _INT64_MAX else None
     for k in ("started_at", "ended_at"):
         if t.get(k) is not None and not isinstance(t[k], datetime):
             t[k] = parse_ts(t[k])
