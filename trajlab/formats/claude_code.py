@@ -26,6 +26,8 @@ from ._base import (
     first_json_line,
     read_jsonl,
 )
+from ._read import json_objects
+from ._safe import BAD_SHAPE, as_int, rollback
 
 _LINE_TYPES = {
     "user",
@@ -58,10 +60,12 @@ _SUBAGENT_TOOLS = {"Task", "Agent"}
 
 
 def _usage_tokens(usage: dict[str, Any]) -> dict[str, int | None]:
-    inp = usage.get("input_tokens") or 0
-    cc = usage.get("cache_creation_input_tokens") or 0
-    cr = usage.get("cache_read_input_tokens") or 0
-    return {"input_tokens": inp + cc + cr, "output_tokens": usage.get("output_tokens"), "cached_tokens": cr}
+    # counts that are not integers (damaged lines) count as absent instead of breaking the sum
+    inp = as_int(usage.get("input_tokens")) or 0
+    cc = as_int(usage.get("cache_creation_input_tokens")) or 0
+    cr = as_int(usage.get("cache_read_input_tokens")) or 0
+    out = as_int(usage.get("output_tokens"))
+    return {"input_tokens": inp + cc + cr, "output_tokens": out, "cached_tokens": cr}
 
 
 def _slash_prompt(text: str) -> str | None:
@@ -119,7 +123,8 @@ class ClaudeCodeAdapter(Adapter):
     description = "Claude Code transcripts (~/.claude/projects/**/<session>.jsonl, subagents/agent-*.jsonl)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
-        first = first_json_line(head_bytes)
+        # the first line with a `type` decides (a damaged first line is quarantined by the reader)
+        first = next((o for o in json_objects(head_bytes) if isinstance(o.get("type"), str)), None)
         if not first:
             return False
         if first.get("type") not in _LINE_TYPES:
@@ -200,12 +205,20 @@ class ClaudeCodeAdapter(Adapter):
 
     def _read(self, path: Path, ctx: ParseContext, tr: _Transcript) -> None:
         for rec in read_jsonl(path, ctx):
-            if type(rec.obj) is not dict or "type" not in rec.obj:
+            if type(rec.obj) is not dict or type(rec.obj.get("type")) is not str:
                 ctx.reject(rec, f"{path.name} line {rec.line}: not a transcript line (no `type`)")
                 continue
-            self._line(rec.obj, rec.line, tr)
+            n = len(tr.steps)
+            try:
+                why = self._line(rec.obj, rec.line, tr)
+            except BAD_SHAPE as e:  # a field of the wrong type: quarantine the line, undo its steps
+                rollback(tr.steps, [tr.link], n)
+                why = f"malformed {str(rec.obj.get('type'))[:40]!r} line ({type(e).__name__}: {e})"
+            if why:
+                ctx.reject(rec, f"{path.name} line {rec.line}: {why}")
 
-    def _line(self, d: dict[str, Any], line: int | None, tr: _Transcript) -> None:
+    def _line(self, d: dict[str, Any], line: int | None, tr: _Transcript) -> str | None:
+        """Read one transcript line into `tr`; the reason when the line cannot be used."""
         typ = d.get("type")
         if typ == "progress":
             data = d.get("data")
@@ -219,11 +232,11 @@ class ClaudeCodeAdapter(Adapter):
                         tr.progress.setdefault(parent, []).append((line, msg))
                     if data.get("agentId"):
                         tr.progress_agent[parent] = str(data["agentId"])
-            return
+            return None
         if typ in ("file-history-snapshot", "queue-operation", "summary"):
             if typ == "summary" and d.get("summary"):
                 tr.meta.setdefault("title", d["summary"])
-            return
+            return None
         ts = d.get("timestamp")
         if tr.session_id is None:
             tr.session_id = d.get("sessionId")
@@ -244,14 +257,16 @@ class ClaudeCodeAdapter(Adapter):
             tr.last_uuid = uuid
         if typ == "system":
             self._system(d, base, tr)
-            return
+            return None
         msg = d.get("message")
+        if typ not in ("assistant", "user"):
+            return None  # other line types carry nothing for the trajectory
         if not isinstance(msg, dict):
-            return
+            return f"{typ} line whose `message` is not an object"
         if typ == "assistant":
             self._assistant(msg, base, tr)
-        elif typ == "user":
-            self._user(d, msg, base, tr)
+            return None
+        return self._user(d, msg, base, tr)
 
     def _system(self, d: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
         sub = d.get("subtype")
@@ -325,8 +340,12 @@ class ClaudeCodeAdapter(Adapter):
                 tr.usage_step[mid] = step
                 step.update(tr.usage[mid])
 
-    def _user(self, d: dict[str, Any], msg: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
+    def _user(
+        self, d: dict[str, Any], msg: dict[str, Any], base: dict[str, Any], tr: _Transcript
+    ) -> str | None:
         content = msg.get("content")
+        if not isinstance(content, (str, list)):
+            return f"user message whose content is {type(content).__name__}, not text or blocks"
         if isinstance(content, str) or (
             isinstance(content, list)
             and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
@@ -338,12 +357,12 @@ class ClaudeCodeAdapter(Adapter):
                     tr.pending_compaction["_summary"] = True
                 else:
                     tr.steps.append({**base, "kind": "compaction", "role": "user", "text": text})
-                return
+                return None
             kind, text = _user_kind(text, bool(d.get("isMeta")))
             tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
             if kind == "user" and tr.task is None:
                 tr.task = text
-            return
+            return None
         tur = d.get("toolUseResult")
         for b in content:
             if not isinstance(b, dict):
@@ -375,6 +394,7 @@ class ClaudeCodeAdapter(Adapter):
                 tr.steps.append({**base, "kind": kind, "role": "user", "text": text})
                 if kind == "user" and tr.task is None:
                     tr.task = text
+        return None
 
     # -- splicing sub-agents ----------------------------------------------------------------------
 
