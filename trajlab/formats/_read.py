@@ -240,15 +240,30 @@ def head(path: Path, n: int = HEAD_BYTES, first_line_max: int = FIRST_LINE_MAX) 
         return b""
 
 
-def first_json_line(head_bytes: bytes) -> dict[str, Any] | None:
-    """The first non-empty line of a JSONL head parsed as an object, or None."""
+SNIFF_LINES = 8  # sniffing looks past at most this many leading lines that are not JSON objects
+
+
+def json_objects(head_bytes: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the first SNIFF_LINES non-blank lines of a JSONL head (damaged lines skipped)."""
+    n = 0
     for line in io.BytesIO(head_bytes):
         s = line.strip()
         if not s:
             continue
+        n += 1
+        if n > SNIFF_LINES:
+            return
         try:
             obj = loads_lenient(s)
-        except (orjson.JSONDecodeError, UnicodeDecodeError):
-            return None
-        return obj if isinstance(obj, dict) else None
-    return None
+        except (orjson.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def first_json_line(head_bytes: bytes) -> dict[str, Any] | None:
+    """The first line of a JSONL head that parses as an object, or None.
+
+    A few damaged leading lines (not JSON, `null`, a list) are looked past, so that one bad first
+    record costs that record (quarantined by the reader), not the recognition of the whole file."""
+    return next(json_objects(head_bytes), None)

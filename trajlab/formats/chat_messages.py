@@ -37,13 +37,14 @@ from ._base import (
     Record,
     SourceUnit,
     as_text,
-    first_json_line,
     json_records,
     load_json,
     parse_args,
     read_jsonl,
 )
 from ._finish import outcome_from_reward
+from ._read import json_objects
+from ._safe import raw_of_obj
 from ._typed import typed_rows
 
 _MSG_KEYS = ("messages", "conversations", "conversation", "trajectory")
@@ -412,9 +413,9 @@ class ChatMessagesAdapter(Adapter):
         if name.endswith((".traj.json", ".traj")):
             return False
         if name.endswith((".jsonl", ".ndjson")):
-            first = first_json_line(head_bytes)
-            if first is not None:
-                return _messages_of(first) is not None
+            objs = list(json_objects(head_bytes))
+            if objs:  # any of the first rows (one damaged row does not hide the file)
+                return any(_messages_of(o) is not None for o in objs)
             line = next((ln for ln in io.BytesIO(head_bytes) if ln.strip()), b"")
             return self._sniff_text(line.decode("utf-8", "ignore").lstrip(), row=True)
         return self._sniff_text(head_bytes.decode("utf-8", "ignore").lstrip(), row=False)
@@ -459,12 +460,23 @@ class ChatMessagesAdapter(Adapter):
                 ctx.seen_ok()
                 row = data if isinstance(data, dict) else {"messages": data}
                 if _messages_of(row) is None:
-                    ctx.quarantine(path, "no message list in the row", "schema", counted=True)
+                    ctx.quarantine(
+                        path,
+                        f"{path.name}: no message list in the row",
+                        "schema",
+                        raw_of_obj(data),
+                        counted=True,
+                    )
                     return
                 yield from self._row(row, None)
                 return
             if not isinstance(data, list):
-                ctx.quarantine(path, f"expected rows or messages, got {type(data).__name__}", "schema")
+                ctx.quarantine(
+                    path,
+                    f"{path.name}: expected rows or messages, got {type(data).__name__}",
+                    "schema",
+                    raw_of_obj(data),
+                )
                 return
             records = json_records(path, ctx, data)
         for rec in records:

@@ -72,8 +72,8 @@ def _usage_tokens(usage: dict[str, Any]) -> dict[str, int | None]:
 def _stream_marker(obj: dict[str, Any]) -> bool | None:
     """True if a line is unmistakably stream-json, False if it is something else, None if undecided."""
     typ = obj.get("type")
-    if not isinstance(typ, (str, type(None))):
-        return False
+    if not isinstance(typ, str):
+        return None  # SDK control traffic or a damaged line without a usable `type`: the next line decides
     if typ in _DROP_TYPES or ("type" not in obj and isinstance(obj.get("response"), dict)):
         return None  # SDK control traffic: look at the next line
     if typ == "system":
@@ -125,9 +125,9 @@ class ClaudeStreamJsonAdapter(Adapter):
             try:
                 obj = orjson.loads(s)
             except orjson.JSONDecodeError:
-                return False
+                continue  # a damaged line: the reader quarantines it, the lines after it decide
             if not isinstance(obj, dict):
-                return False
+                continue
             verdict = _stream_marker(obj)
             if verdict is not None:
                 return verdict
@@ -158,13 +158,16 @@ class ClaudeStreamJsonAdapter(Adapter):
             sess.lines += 1
             if sid and not sess.session_id:
                 sess.session_id = sid
-            self._line(d, rec.line, sess)
+            why = self._line(d, rec.line, sess)
+            if why:  # counted as read, but nothing of it can be used
+                ctx.reject(rec, f"line {rec.line}: {why}")
         if not sess.empty():
             yield from self._finish(sess)
 
     # -- one line --------------------------------------------------------------------------------
 
-    def _line(self, d: dict[str, Any], line: int | None, s: _Session) -> None:
+    def _line(self, d: dict[str, Any], line: int | None, s: _Session) -> str | None:
+        """Read one line into the session; the reason when the line cannot be used."""
         typ = d.get("type")
         parent = _sid(d.get("parent_tool_use_id"))
         agent = s.agent_of_call.get(parent) or (f"task-{parent[-8:]}" if parent else "main")
@@ -175,19 +178,24 @@ class ClaudeStreamJsonAdapter(Adapter):
                 base["_parent"] = spawn
         if typ == "system":
             self._system(d, base, s)
-        elif typ == "assistant":
+        elif typ in ("assistant", "user"):
+            if typ == "user":
+                self._flush_partials(s)
             msg = d.get("message")
-            if isinstance(msg, dict):
-                self._assistant(msg, base, s)
-        elif typ == "user":
-            self._flush_partials(s)
-            msg = d.get("message")
-            if isinstance(msg, dict):
+            if not isinstance(msg, dict):
+                return f"{typ} line whose `message` is not an object"
+            if typ == "user":
                 self._user(msg, d, base, s)
+                return None
+            n = len(s.steps)
+            damaged = self._assistant(msg, base, s)
+            if damaged and len(s.steps) == n:
+                return f"assistant message with {damaged} unreadable content block(s) and nothing else"
         elif typ == "stream_event":
             self._stream_event(d.get("event"), base, s)
         elif typ == "result":
             self._result(d, s)
+        return None
 
     def _system(self, d: dict[str, Any], base: dict[str, Any], s: _Session) -> None:
         sub = d.get("subtype")
@@ -217,7 +225,9 @@ class ClaudeStreamJsonAdapter(Adapter):
                 {**base, "kind": "system", "role": sub, "text": as_text(d.get("error")), "is_error": True}
             )
 
-    def _assistant(self, msg: dict[str, Any], base: dict[str, Any], s: _Session) -> None:
+    def _assistant(self, msg: dict[str, Any], base: dict[str, Any], s: _Session) -> int:
+        """Steps of an assistant message; returns the number of damaged blocks (no object or no `type`)."""
+        damaged = 0
         mid = _sid(msg.get("id"))
         model = msg.get("model") if isinstance(msg.get("model"), str) else None
         if model and model != "<synthetic>" and model not in s.models:
@@ -229,7 +239,8 @@ class ClaudeStreamJsonAdapter(Adapter):
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
         for b in blocks:
-            if not isinstance(b, dict):
+            if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+                damaged += 1
                 continue
             bt = b.get("type")
             if bt == "text":
@@ -258,6 +269,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 s.link.call(step)
             else:
                 s.steps.append(step)
+        return damaged
 
     def _user(self, msg: dict[str, Any], d: dict[str, Any], base: dict[str, Any], s: _Session) -> None:
         content = msg.get("content")

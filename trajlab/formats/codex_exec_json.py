@@ -93,10 +93,14 @@ class CodexExecJsonAdapter(Adapter):
             except orjson.JSONDecodeError:
                 continue  # stderr chatter captured along with stdout
             if not isinstance(obj, dict):
-                return False
+                continue  # a damaged line (`null`, a list): the reader quarantines it
             typ = obj.get("type")
+            if not isinstance(typ, str):
+                continue  # a damaged event without a type
             if typ == "thread.started":
-                return "thread_id" in obj
+                if "thread_id" in obj:
+                    return True
+                continue  # damaged (no id): the events after it decide
             if typ in _EVENT_TYPES:
                 return typ != "turn.started" or len(obj) == 1
             return False

@@ -37,6 +37,7 @@ from ._base import (
     parse_ts,
     read_jsonl,
 )
+from ._read import SNIFF_LINES
 from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 
 _LIST_HEAD_RE = re.compile(rb'^\s*\[\s*\{\s*"id"\s*:\s*\d+')
@@ -65,6 +66,10 @@ class OpenHandsAdapter(Adapter):
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
         if path.name.lower().endswith(".jsonl"):
             h = head_bytes.lstrip()
+            for _ in range(SNIFF_LINES):  # look past damaged leading lines (the reader quarantines them)
+                if h[:1] == b"{" or b"\n" not in h:
+                    break
+                h = h[h.index(b"\n") + 1 :].lstrip()
             return (
                 h[:1] == b"{"
                 and b'"instance_id"' in h
