@@ -197,7 +197,7 @@ class Lab:
         """Exclusive write transaction; commits on normal exit, rolls back on exception."""
         if not os.access(self.root, os.W_OK | os.X_OK):
             raise LabError(
-                f"{self.root}: the lab folder is read-only; cannot {operation} (nothing was written)"
+                f"{self.root}: the lab folder is read-only; {operation!r} needs to write to it (nothing was written)"
             )
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
@@ -394,6 +394,16 @@ class Transaction:
         if not specs:
             return None
         path = self.lab.root / part.path
+        try:
+            return self._delete_rows(table, path, part, specs, schema)
+        except FileNotFoundError:
+            raise LabError(f"{path}: part of table {table!r} listed in lab.json is missing") from None
+        except (OSError, pa.ArrowException) as e:
+            raise LabError(f"{path}: part of table {table!r} is unreadable ({e})") from None
+
+    def _delete_rows(
+        self, table: str, path: Path, part: PartEntry, specs: list[tuple[str, set[Any]]], schema: pa.Schema
+    ) -> tuple[Path | None, int] | None:
         pf = pq.ParquetFile(path)
         present = set(pf.schema_arrow.names)
         mask = None

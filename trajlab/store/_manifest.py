@@ -65,16 +65,11 @@ class Manifest:
             raise LabError(f"{where}: corrupt manifest (a JSON {type(d).__name__}, not an object)")
         if d.get("format") != LAB_FORMAT:
             raise LabError(f"{where}: not a trajlab lab manifest (format={d.get('format')!r})")
+        tables_in = d.get("tables", {})
+        if not isinstance(tables_in, dict):
+            raise LabError(f"{where}: corrupt manifest (`tables` is not an object)")
+        tables = {name: _table_entry(name, t, where) for name, t in tables_in.items()}
         try:
-            tables = {
-                name: TableEntry(
-                    parts=[PartEntry(**p) for p in t.get("parts", [])],
-                    schema_version=int(t.get("schema_version", 1)),
-                    updated_at=t.get("updated_at", ""),
-                    generation=int(t.get("generation", 0)),
-                )
-                for name, t in d.get("tables", {}).items()
-            }
             return cls(
                 format=d["format"],
                 schema_version=int(d["schema_version"]),
@@ -90,6 +85,38 @@ class Manifest:
             raise LabError(f"{where}: corrupt manifest (missing field {e})") from e
         except (TypeError, ValueError, AttributeError) as e:
             raise LabError(f"{where}: corrupt manifest ({e})") from e
+
+
+def _table_entry(name: str, t: Any, where: str) -> TableEntry:
+    """One table's entry, checked field by field so that a damaged one is named."""
+
+    def bad(what: str) -> LabError:
+        return LabError(f"{where}: corrupt manifest (table {name!r}: {what})")
+
+    if not isinstance(t, dict):
+        raise bad("not an object")
+    parts_in = t.get("parts", [])
+    if not isinstance(parts_in, list):
+        raise bad("`parts` is not a list")
+    parts = []
+    for i, p in enumerate(parts_in):
+        if not isinstance(p, dict) or set(p) != {"path", "rows", "bytes"}:
+            raise bad(f"part {i} is not an object with path, rows and bytes")
+        path, rows, size = p["path"], p["rows"], p["bytes"]
+        if not isinstance(path, str) or not path or Path(path).is_absolute() or ".." in Path(path).parts:
+            raise bad(f"part {i} path {path!r} is not a path inside the lab")
+        if not (isinstance(rows, int) and isinstance(size, int)) or rows < 0 or size < 0:
+            raise bad(f"part {i} ({path}) rows/bytes are not counts")
+        parts.append(PartEntry(path, rows, size))
+    try:
+        return TableEntry(
+            parts=parts,
+            schema_version=int(t.get("schema_version", 1)),
+            updated_at=str(t.get("updated_at", "")),
+            generation=int(t.get("generation", 0)),
+        )
+    except (TypeError, ValueError) as e:
+        raise bad(str(e)) from e
 
 
 def read_manifest(root: Path) -> Manifest:

@@ -24,6 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import LabError
 from ..fsutil import fsync_dir
 from ._manifest import Manifest
 from ._parts import fsync_file
@@ -85,7 +86,7 @@ def build(root: Path, plans: list[TablePlan], durable: bool) -> None:
             try:
                 os.link(src, dst / src.name)
             except FileNotFoundError:
-                raise FileNotFoundError(f"{src}: part listed in the manifest is missing") from None
+                raise LabError(f"{src}: part of table {plan.table!r} listed in lab.json is missing") from None
             except OSError:  # file systems without hard links
                 shutil.copy2(src, dst / src.name)
         for f in plan.new:
