@@ -183,7 +183,13 @@ class CodexRolloutAdapter(Adapter):
                             }
                         )
                     continue
+                if type(d.get("type")) is not str:  # neither a rollout line nor an item: damaged
+                    ctx.reject(rec, f"line {rec.line}: no `type` (not a rollout line nor a response item)")
+                    continue
                 typ, p = "response_item", d  # early format: the line itself is the item
+            elif type(typ) is not str:
+                ctx.reject(rec, f"line {rec.line}: `type` is {type(typ).__name__}, not a line type")
+                continue
             if type(p) is not dict:
                 ctx.reject(rec, f"line {rec.line}: `payload` of a {typ!r} line is not an object")
                 continue
