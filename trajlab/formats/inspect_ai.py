@@ -45,6 +45,7 @@ from ._base import (
     parse_ts,
 )
 from ._finish import outcome_from_reward
+from ._safe import raw_of_obj
 from ._typed import typed_rows
 
 SCORER_ENV = "TRAJLAB_INSPECT_SCORER"
@@ -551,14 +552,16 @@ class InspectJsonAdapter(_InspectBase):
         if log is None:
             return
         if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
-            ctx.quarantine(path, "not an Inspect EvalLog (no `eval` object)", "schema")
+            ctx.quarantine(
+                path, f"{path.name}: not an Inspect EvalLog (no `eval` object)", "schema", raw_of_obj(log)
+            )
             return
-        ctx.seen_ok()
         samples = log.get("samples")
         samples = [] if samples is None else samples
-        if not isinstance(samples, list):
-            ctx.quarantine(path, "`samples` is not a list", "schema")
+        if not isinstance(samples, list):  # the log is kept whole: none of it reaches the lab
+            ctx.quarantine(path, f"{path.name}: `samples` is not a list", "schema", raw_of_obj(log))
             return
+        ctx.seen_ok()
         for i, s in enumerate(samples):
             if not isinstance(s, dict):
                 ctx.quarantine(path, f"samples[{i}]: expected an object", "schema", orjson.dumps(s), line=i)

@@ -122,7 +122,7 @@ class OtelGenAiAdapter(Adapter):
                 break
             try:
                 obj, i = dec.raw_decode(text, i)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # nested deeper than the stdlib recurses
                 return load_json(path, ctx)
             objs.append(obj)
         return objs if len(objs) > 1 and all(_is_span(o) for o in objs) else load_json(path, ctx)
