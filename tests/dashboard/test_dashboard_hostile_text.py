@@ -48,6 +48,7 @@ ANSI = (
 RTL = "report_\u202efdp.exe"  # shows as "report_exe.pdf" when the override is obeyed
 NUL = "before\x00after\x00\x00end"
 EMOJI = "👩‍👩‍👧‍👦 🏳️‍🌈 café e\u0301 Z\u0335\u0321a\u0337\u0328l\u0336g\u0338o 𝔘𝔫𝔦"
+ZALGO = "Z" + "\u0358\u0350\u0351\u0352" * 60 + "algo"  # one grapheme of 241 code points: cannot wrap
 OPENAI_KEY = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 BIG_CHARS = 2_000_000
@@ -86,7 +87,7 @@ def _hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     )
     add(**call, command="printf colors", output=ANSI, stderr=f"warn {ANSI}")  # 2
     add(**call, command=f"mv {RTL} /tmp/", output=f"{RTL}\n{NUL}")  # 3
-    add(**call, command="echo emoji", output=EMOJI)  # 4
+    add(**call, command="echo emoji", output=f"{EMOJI}\n{ZALGO}")  # 4
     add(  # 5: secrets in the command and the output
         **call,
         command=f"export OPENAI_API_KEY={OPENAI_KEY}; aws s3 ls --profile p",
@@ -104,7 +105,7 @@ def _hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         outcome="failure",
         task=rows[0]["text"],
         final_answer=rows[-1]["text"],
-        expected_answer=f"{SCRIPT} {EMOJI}",
+        expected_answer=f"{SCRIPT} {EMOJI} {ZALGO}",
         n_tool_calls=6,
         started_at=T0,
     )
@@ -328,7 +329,9 @@ def test_trajectory_page_header_labels_and_dag(page):
     header = page.text(".traj-header")
     assert f"Task {SCRIPT} {MDLINK}" in header
     assert f"{IMG} {MDLINK} {SCRIPT}" in header  # final answer
-    assert f"{SCRIPT} {EMOJI}" in header  # expected answer, emoji and combining marks intact
+    assert f"{SCRIPT} {EMOJI} {ZALGO}" in header  # expected answer, emoji and combining marks intact
+    # an unbreakable 241-code-point grapheme scrolls inside its box: the page gets no horizontal overflow
+    assert page.page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     assert f"model: model {IMG}" in header
     # the labels panel: judge model, rationale, evidence quotes (one redacted), human note and annotator
     page.wait_text("#labels-body", "Rationale")
@@ -374,7 +377,8 @@ def test_step_inspector_and_timeline(page):
     assert "mv report_[U+202E]fdp.exe /tmp/" in page.text("#inspector")
 
     page.inspect(4)
-    assert page.text("#inspector-output") == EMOJI
+    assert page.text("#inspector-output") == f"{EMOJI}\n{ZALGO}"
+    assert page.page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
 
     text = page.inspect(5)  # secrets redacted in the command and the output
     assert "export OPENAI_API_KEY=[REDACTED:" in text
