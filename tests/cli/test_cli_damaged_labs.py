@@ -587,6 +587,38 @@ def test_analyze_bad_parameter(lab: Path, args: list[str], want: str, code: int)
     assert want in fails("analyze", name, str(lab), *rest, code=code)
 
 
+def test_user_sql_files_that_cannot_be_read(lab: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "q.sql"
+    binary.write_bytes(b"\xff\xfeselect 1")
+    folder = tmp_path / "dir.sql"
+    folder.mkdir()
+    err = fails("sql", str(lab), "--file", str(binary), code=2)
+    assert f"Invalid value for '--file': {binary}: not UTF-8 text (invalid start byte at byte 0)" in err
+    assert "No such file or directory" in fails("sql", str(lab), "--file", str(tmp_path / "no.sql"), code=2)
+    for extra in ([str(lab)], ["--show-sql"]):
+        assert f"{binary}: not UTF-8 text (invalid start byte at byte 0)" in fails(
+            "analyze", str(binary), *extra
+        )
+        assert f"{folder}: is a folder, not an SQL file" in fails("analyze", str(folder), *extra)
+        assert f"{tmp_path / 'no.sql'}: no such SQL file" in fails(
+            "analyze", str(tmp_path / "no.sql"), *extra
+        )
+    good = tmp_path / "n.sql"
+    good.write_text("select count(*) as n from steps")
+    r = run("analyze", str(good), str(lab), "--format", "csv")
+    assert r.code == 0 and r.stdout == f"n\n{N_STEPS}\n"
+
+
+def test_output_options_out_of_range(lab: Path) -> None:
+    err = fails("sql", str(lab), "select 1", "--max-rows", "-1", code=2)
+    assert "Invalid value for '--max-rows': -1 is not in the range x>=0." in err
+    err = fails("analyze", "tools", str(lab), "--max-rows", "-1", code=2)
+    assert "Invalid value for '--max-rows': -1 is not in the range x>=0." in err
+    assert "`analyze list` prints a table" in fails("analyze", "list", "--format", "parquet", code=2)
+    r = run("sql", str(lab), "select step_id from steps order by step_id", "--max-rows", "0")
+    assert r.code == 0 and r.stdout.splitlines()[-1] == f"... {N_STEPS} more rows"
+
+
 def test_gaps_and_analyze_output_errors(lab: Path, tmp_path: Path) -> None:
     before = snapshot(lab)
     afile = tmp_path / "afile"

@@ -10,6 +10,7 @@ import click
 
 from .. import analysis, tabular
 from ..analysis import ANALYSES, AnalysisResult, missing_hint, parse_value
+from ..errors import ConfigError
 from ._output import check_outside_lab, write_out
 
 # Columns of `gaps` shown in a terminal table (files and csv/json always get every column).
@@ -31,7 +32,11 @@ GAPS_SHORT = (
 
 def _output_options(f):
     f = click.option(
-        "--max-rows", type=int, default=200, show_default=True, help="Rows shown in table/markdown output."
+        "--max-rows",
+        type=click.IntRange(min=0),
+        default=200,
+        show_default=True,
+        help="Rows shown in table/markdown output.",
     )(f)
     f = click.option(
         "--out",
@@ -215,6 +220,21 @@ def _counts_for(lab: str, counts: object) -> object:
     return counts
 
 
+def _read_sql_file(name: str) -> str:
+    """The text of the user's .sql file NAME; a one-line error when it is missing, a folder or not UTF-8."""
+    p = Path(name.strip()).expanduser()
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such SQL file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, not an SQL file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+
+
 def _check_param(name: str, value: object, default: object) -> None:
     """A --param value must have the type of the Python API's default (an int where it takes an int...)."""
     want = None
@@ -253,6 +273,10 @@ def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> Non
     keyword arguments; for the other files the `$name` parameters in the SQL.
     """
     if name == "list":
+        if fmt == "parquet":
+            raise click.UsageError(
+                "`analyze list` prints a table; choose --format table, markdown, csv, json or jsonl"
+            )
         rows = [
             {
                 "name": a.name,
@@ -271,9 +295,10 @@ def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> Non
         if not sep or not pname.strip():
             raise click.UsageError(f"--param wants NAME=VALUE, got {p!r}")
         kwargs[pname.strip()] = parse_value(value)
+    sql_text = _read_sql_file(name) if name.strip().endswith(".sql") else None
     if show_sql:
-        info = analysis.get_analysis(name) if not name.endswith(".sql") else None
-        text = info.text if info else Path(name).read_text(encoding="utf-8")
+        info = analysis.get_analysis(name) if sql_text is None else None
+        text = info.text if info else sql_text or ""
         cols = analysis.normalize_by(by) if by is not None else (info.default_by if info else ())
         from ..analysis._catalog import expand
 

@@ -16,7 +16,11 @@ from ._output import check_outside_lab, write_out
 @click.option("--format", "fmt", type=click.Choice(tabular.FORMATS), default="table", show_default=True)
 @click.option("--out", "-o", type=click.Path(path_type=str), help="Write the result to a file instead.")
 @click.option(
-    "--max-rows", type=int, default=200, show_default=True, help="Rows shown in table/markdown output."
+    "--max-rows",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Rows shown in table/markdown output.",
 )
 @click.option("--views", is_flag=True, help="List the views available and exit.")
 def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
@@ -28,7 +32,12 @@ def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
         click.echo("\n".join(view_names(con)))
         return
     if sql_file is not None:
-        query = sql_file.read()
+        try:
+            query = sql_file.read()
+        except UnicodeDecodeError as e:
+            raise click.BadParameter(
+                f"{sql_file.name}: not UTF-8 text ({e.reason} at byte {e.start})", param_hint="'--file'"
+            ) from None
     if not query:
         raise click.UsageError("give a QUERY or --file")
     result = fetch_arrow(run_readonly(con, query))
