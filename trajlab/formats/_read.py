@@ -101,6 +101,12 @@ def describe_json_error(raw: bytes, err: Exception, at_end: bool) -> tuple[str, 
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as ue:
+        if at_end and ue.reason == "unexpected end of data":  # cut inside a multi-byte character
+            return (
+                "truncated",
+                f"truncated JSON, cut off at byte {len(raw)} inside a UTF-8 character",
+                len(raw),
+            )
         return "utf8", f"invalid UTF-8 at byte {ue.start}", ue.start
     pos = getattr(err, "pos", 0) or 0
     if raw[:1] == b"\x00" or sum(b < 9 for b in raw[:256]) > 8:
@@ -191,7 +197,9 @@ def load_json(path: Path, ctx: ParseContext) -> Any | None:
         return loads_lenient(data)
     except (orjson.JSONDecodeError, UnicodeDecodeError) as e:
         stripped = data.rstrip()
-        at_end = isinstance(e, orjson.JSONDecodeError) and (getattr(e, "pos", 0) or 0) >= len(stripped) - 1
+        at_end = (isinstance(e, UnicodeDecodeError) and e.reason == "unexpected end of data") or (
+            isinstance(e, orjson.JSONDecodeError) and (getattr(e, "pos", 0) or 0) >= len(stripped) - 1
+        )
         etype, why, pos = describe_json_error(data, e, at_end=at_end)
         if etype == "truncated":
             why = f"truncated JSON file, cut off at byte {len(data)}"
