@@ -204,6 +204,8 @@ def check_case(case: Case, tmp: Path) -> list[str]:
             lines = {i + 1 for i, ln in enumerate(m.data.splitlines()) if ln.strip()}
             if not whole and not (case.jsonl and lines <= {q["line"] for q in qs}):
                 problems.append(f"{where}: whole unit {src['status']} but its bytes are not kept")
+        if m.kind == "truncated mid UTF-8" and any(q["error_type"] == "utf8" for q in qs):
+            problems.append(f"{where}: a cut-off file reported as invalid UTF-8")
         if m.junk_line is not None and not any(q["line"] == m.junk_line for q in qs):
             problems.append(f"{where}: junk line {m.junk_line} not quarantined (status {src['status']})")
         if case.jsonl and (m.junk_line or m.edited) and src["status"] == "unknown":
@@ -226,3 +228,124 @@ def check_case(case: Case, tmp: Path) -> list[str]:
 def test_mutants_ingest_without_loss(case: Case, tmp_path: Path) -> None:
     problems = check_case(case, tmp_path)
     assert not problems, "\n".join(problems)
+
+
+# -- regression cases: mutants that exposed a bug, with what ingest must do with them now --------------
+
+
+def _ingest_mutant(adapter: str, name: str, mutant: str, tmp: Path) -> tuple[Lab, str, Mutant]:
+    """Ingest one mutant of the case (`adapter`, fixture basename) alone; (lab, its path, the mutant)."""
+    (case,) = [c for c in CASES if c.adapter == adapter and Path(c.primary).name == name]
+    (m,) = [m for m in mutants(case, (FIXTURES / case.primary).read_bytes()) if m.name == mutant]
+    dst = tmp / "in"
+    shutil.copytree(FIXTURES / case.root, dst)
+    path = dst / Path(case.primary).relative_to(case.root)
+    path.write_bytes(m.data)
+    rep = ingest([dst], tmp / "lab", workers=1, progress=False)
+    assert rep.invariant_holds
+    return Lab.open(tmp / "lab"), str(path), m
+
+
+def _rows(lab: Lab, sql: str) -> list[dict[str, Any]]:
+    return query(lab, sql).to_pylist()
+
+
+def _runs_of(lab: Lab, path: str) -> list[dict[str, Any]]:
+    return _rows(
+        lab,
+        "select format, n_steps, anomalies, input_tokens from trajectories "
+        f"where source_path = '{path}' order by native_id",
+    )
+
+
+def _quarantined(lab: Lab, path: str) -> list[tuple[int | None, str, str]]:
+    rows = _rows(
+        lab, f"select line, error_type, reason from quarantine where source_path = '{path}' order by line"
+    )
+    return [(r["line"], r["error_type"], r["reason"]) for r in rows]
+
+
+ROLLOUT = "rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-000000000001.jsonl"
+SESSION = "5e55a0e0-0000-4000-8000-00000000c1a0.jsonl"
+
+
+def test_token_counts_of_the_wrong_type_cost_the_value_not_the_file(tmp_path: Path) -> None:
+    # bug: "input_tokens": "12" (or -5, 2**63) in a codex token_count event raised TypeError in
+    # finish_trajectory's sum, and the whole rollout was quarantined as an adapter failure
+    lab, path, m = _ingest_mutant("codex-rollout", ROLLOUT, "tokens-1", tmp_path)
+    assert b'"12"' in m.data or b"-5" in m.data
+    (run,) = _runs_of(lab, path)
+    assert run["n_steps"] == 15 and _quarantined(lab, path) == []
+    # bug: claude-code summed usage counts without a type check ("cache_read_input_tokens": "12")
+    lab, path, _ = _ingest_mutant("claude-code", "agent-a1b2c3d.jsonl", "tokens-0", tmp_path / "b")
+    (run,) = _rows(lab, "select n_steps from trajectories")
+    assert run["n_steps"] == 21 and _rows(lab, "select * from quarantine") == []
+
+
+def test_claude_code_line_with_wrong_typed_content_is_quarantined_alone(tmp_path: Path) -> None:
+    # bug: a user line whose message.content is `true` raised TypeError ('bool' object is not
+    # iterable) and the whole session (37 lines, sub-agents included) was quarantined as an adapter failure
+    lab, path, _ = _ingest_mutant("claude-code", SESSION, "wrong-type-0", tmp_path)
+    (run,) = _runs_of(lab, path)
+    assert run["n_steps"] == 21
+    q = _quarantined(lab, path)
+    assert q[0][:2] == (12, "schema") and "user message whose content is bool" in q[0][2]
+    assert all(e == "schema" for _, e, _ in q)
+
+
+def test_damaged_first_lines_do_not_hide_the_file(tmp_path: Path) -> None:
+    # bug: sniffing read only the first line, so one `null` first line made the whole file unknown_format
+    lab, path, _ = _ingest_mutant("claude-stream-json", "two_sessions.jsonl", "line1-null", tmp_path)
+    assert [r["format"] for r in _runs_of(lab, path)] == ["claude-stream-json"] * 2
+    assert _quarantined(lab, path) == [(1, "schema", "line 1: expected a JSON object, got NoneType")]
+    lab, path, _ = _ingest_mutant("openhands", "output.jsonl", "line1-null", tmp_path / "b")
+    assert [r["format"] for r in _runs_of(lab, path)] == ["openhands"]
+    # bug: a thread.started event without thread_id (first line) made a codex exec stream unknown
+    lab, path, _ = _ingest_mutant("codex-exec-json", "exec-resumed.jsonl", "ids-missing-0", tmp_path / "c")
+    assert [(r["format"], r["n_steps"]) for r in _runs_of(lab, path)] == [("codex-exec-json", 4)]
+    assert _quarantined(lab, path) == [(8, "schema", "line 8: item.started without an item id")]
+    # bug: chat rows whose first row lost its messages were not recognised at all
+    lab, path, _ = _ingest_mutant("chat-messages", "run.traces.jsonl", "wrong-type-0", tmp_path / "d")
+    assert {r["format"] for r in _runs_of(lab, path)} == {"chat-messages"}
+
+
+def test_lines_without_a_type_are_quarantined_not_dropped(tmp_path: Path) -> None:
+    # bug: a codex line whose fields are all null was read as an early-format item without a type,
+    # counted as ingested and dropped (its tool call vanished with no quarantine row)
+    lab, path, _ = _ingest_mutant("codex-rollout", ROLLOUT, "nulls-0", tmp_path)
+    assert _quarantined(lab, path) == [
+        (n, "schema", f"line {n}: no `type` (not a rollout line nor a response item)") for n in (19, 32, 33)
+    ]
+    # bug: the same in Claude Code transcripts (type null passed the `"type" in line` check)
+    lab, path, _ = _ingest_mutant("claude-code", SESSION, "nulls-0", tmp_path / "b")
+    assert [(n, e) for n, e, _ in _quarantined(lab, path)] == [(1, "schema"), (10, "schema"), (15, "schema")]
+    # bug: a stream-json assistant line whose only content block has a non-string type was dropped
+    lab, path, _ = _ingest_mutant(
+        "claude-stream-json", "subagent_session.jsonl", "wrong-type-0", tmp_path / "c"
+    )
+    assert (4, "schema", "line 4: assistant message with 1 unreadable content block(s) and nothing else") in (
+        _quarantined(lab, path)
+    )
+
+
+def test_whole_document_failures_keep_the_document(tmp_path: Path) -> None:
+    # bug: an OTel JSON file nested deeper than the stdlib parser recurses raised RecursionError out
+    # of the console-dump fallback (adapter failure); now a JSON error with the file's bytes
+    lab, path, m = _ingest_mutant("otel-genai", "otlp_agent.json", "rec-too-deep", tmp_path)
+    (q,) = _rows(lab, f"select error_type, raw from quarantine where source_path = '{path}'")
+    assert q["error_type"] == "json" and q["raw"] == m.data
+    # bug: a mini-swe-agent .traj.json that is only a string was kept as the bare text x, not "x"
+    lab, path, _ = _ingest_mutant("mini-swe-agent", "sympy__sympy-1.traj.json", "doc-string", tmp_path / "b")
+    (q,) = _rows(lab, f"select raw from quarantine where source_path = '{path}'")
+    assert q["raw"] == b'"x"'
+
+
+def test_a_file_cut_inside_a_utf8_character_is_reported_as_truncated(tmp_path: Path) -> None:
+    # bug (misleading error): a last line cut in the middle of a multi-byte character was reported as
+    # "invalid UTF-8" instead of a cut-off file
+    lab, path, m = _ingest_mutant("codex-rollout", ROLLOUT, "cut-utf8", tmp_path)
+    ((line, etype, reason),) = _quarantined(lab, path)
+    assert (line, etype) == (21, "truncated") and "inside a UTF-8 character" in reason
+    lab, path, m = _ingest_mutant("inspect-json", "omni_eval_log.json", "cut-utf8", tmp_path / "b")
+    ((line, etype, reason),) = _quarantined(lab, path)
+    assert etype == "truncated" and reason.endswith(f"cut off at byte {len(m.data)}")
