@@ -91,9 +91,9 @@ def _similar_key(n: dict[str, Any]) -> tuple[Any, ...]:
     return (n["agent_id"], n["kind"], n.get("tool"), n["modality"], n["status"])
 
 
-def _group_label(members: list[dict[str, Any]]) -> str:
+def _group_label(members: list[dict[str, Any]], secrets: bool = True) -> str:
     n0 = members[0]
-    what = n0.get("tool") or n0["kind"]
+    what = clean_line(n0.get("tool") or n0["kind"], 40, secrets)
     return f"×{len(members)} {what} steps {members[0]['node_id']}–{members[-1]['node_id']}"
 
 
@@ -217,7 +217,7 @@ def build_view(
             if n0.get("on_answer_path"):
                 classes.append("answer-path")
         elif v.startswith("g:"):
-            label = _group_label(ms)
+            label = _group_label(ms, secrets)
             kind = "group"
             classes.append("group")
         else:
