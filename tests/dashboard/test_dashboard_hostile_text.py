@@ -56,6 +56,7 @@ HOSTILE_TID = "t_hostile0000001"
 BIG_TID = "t_big5000steps01"
 BIG_STEPS = 5000
 HOSTILE_TOOL = "<b>bold-tool</b>"
+BIG_TOOL = "ffmpeg\u202e<i>gpj.exe</i>"  # a tool name with an override, in folded-run labels
 BIG_MODEL = '<b>bold-model</b> <a href="https://example.invalid/">ext</a>'  # plotly renders <b>, <a href>
 
 
@@ -117,6 +118,9 @@ def _big_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     for r in rows[1::97]:
         if r["kind"] == "tool_call" and r.get("command"):
             r["command"] = f"echo '{IMG}' {SCRIPT} {r['step_index']}"
+    for r in rows:  # the folded runs of ffmpeg calls are labelled with this tool name
+        if r.get("tool") == "ffmpeg":
+            r["tool"] = BIG_TOOL
     traj.update(runner="claude_code", model=BIG_MODEL, started_at=T0 + timedelta(hours=1))
     return traj, rows
 
@@ -428,6 +432,9 @@ def test_5000_step_run_draws_and_keeps_text_inert(page):
         "() => /drawn ([\\d,]+) of \\1 nodes/.test(document.querySelector('#dag-info').innerText)"
     )
     assert page.page.evaluate("() => window.trajlabDag.count()") < BIG_STEPS // 3
+    groups = [n["label"] for n in page.page.evaluate("() => window.trajlabDag.nodes('group')")]
+    assert len(groups) >= 100 and all("\u202e" not in g for g in groups)
+    assert sum(" ffmpeg[U+202E]<i>gpj.exe</i> steps " in g for g in groups) >= 100, groups[:5]
 
 
 @browser_test
