@@ -64,6 +64,15 @@ class LazyGroup(click.Group):
         except TrajlabError as e:
             click.echo(f"Error: {e}", err=True)
             ctx.exit(1)
+        except Exception as e:
+            # Last resort for a DuckDB error a library path did not wrap (e.g. a damaged Parquet page met
+            # mid-query): the user gets DuckDB's message, not a traceback. duckdb is not imported here
+            # (it would slow `trajlab --help`); if it is not loaded, the error cannot be one of its own.
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(e, duckdb.Error):
+                raise
+            click.echo(f"Error: DuckDB could not read the lab: {e}", err=True)
+            ctx.exit(1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
