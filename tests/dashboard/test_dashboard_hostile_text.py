@@ -497,6 +497,36 @@ def test_sql_chart_labels_are_inert(page):
     assert BIG_MODEL in page.text("#page")
 
 
+@browser_test
+def test_every_shipped_page_keeps_hostile_text_inert(page):
+    """Failures, agreement, analysis and model pages list the hostile model, tool and annotator names."""
+    from trajlab.dashboard import load_dashboards
+
+    for p in load_dashboards([]).pages:
+        t0 = time.monotonic()
+        page.goto(p.path)
+        page.page.wait_for_function(
+            "() => !document.querySelector('[data-dash-is-loading]') && "
+            "[...document.querySelectorAll('.panel-body')].every(b => b.children.length > 0)"
+        )
+        if any(x.kind == "figure" for x in p.panels):
+            page.page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .main-svg, .msg-warn, .msg-error').length > 0"
+            )
+        _rendered(page, SANE_S, t0)
+        assert page.page.locator(".msg-error").all_inner_texts() == [], p.id
+        plots = page.page.evaluate(
+            """() => ({links: document.querySelectorAll('.js-plotly-plot svg a').length,
+                raw: [...document.querySelectorAll('.js-plotly-plot text')].map(t => t.textContent)
+                    .filter(t => t.includes('<') || t.includes('\u202e') || t.includes('sk-proj'))})"""
+        )
+        assert plots == {"links": 0, "raw": []}, (p.id, plots)
+        assert page.page.evaluate(INJECTED)["pwned"] == "undefined", p.id
+    # the agreement page names the lab's hostile annotator, as text
+    page.goto("/agreement")
+    page.wait_text("#page", HOSTILE_TOOL)
+
+
 # -- the text helpers, without a browser --------------------------------------------------------------
 
 
