@@ -103,6 +103,12 @@ def edit_manifest(lab: Path, fn) -> None:  # type: ignore[no-untyped-def]
     (lab / "lab.json").write_text(json.dumps(m))
 
 
+def test_the_manifest_is_as_readable_as_the_lab(base_lab: Path) -> None:
+    """lab.json was written 0600 (a private temporary file renamed): others could read the parts but
+    not open the lab."""
+    assert (base_lab / "lab.json").stat().st_mode & 0o777 == base_lab.stat().st_mode & 0o666
+
+
 def test_the_example_lab_reads(lab: Path) -> None:
     r = run(
         "sql",
@@ -426,30 +432,53 @@ def _set_writable(root: Path, writable: bool) -> None:
     root.chmod(0o755 if writable else 0o555)
 
 
-def run_without_write_access(lab: Path, commands: list[list[str]]) -> list[dict]:
-    """Run CLI commands in one process that cannot write to `lab` (as root: without CAP_DAC_OVERRIDE)."""
+def run_as_user(commands: list[list[str]]) -> list[dict]:
+    """Run CLI commands in one process that file permissions apply to (as root: no CAP_DAC_OVERRIDE)."""
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("running as root and setpriv is not available to drop the file-permission override")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
-    _set_writable(lab, False)
-    try:
-        proc = subprocess.run(
-            [*prefix, sys.executable, "-c", BATCH, json.dumps(commands)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        _set_writable(lab, True)
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-c", BATCH, json.dumps(commands)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     for args, r in zip(commands, results):
         assert r["exception"] is None, (args, r)
         assert "Traceback" not in r["stdout"] + r["stderr"], args
     return results
+
+
+def run_without_write_access(lab: Path, commands: list[list[str]]) -> list[dict]:
+    _set_writable(lab, False)
+    try:
+        return run_as_user(commands)
+    finally:
+        _set_writable(lab, True)
+
+
+def test_unreadable_manifest(lab: Path) -> None:
+    manifest = lab / "lab.json"
+    manifest.chmod(0o000)
+    try:
+        (r,) = run_as_user([["sql", str(lab), "select 1"]])
+    finally:
+        manifest.chmod(0o644)
+    assert (
+        r["code"] == 1
+        and r["stderr"] == f"Error: {manifest}: cannot read the lab manifest (Permission denied)\n"
+    )
+
+
+def test_manifest_is_a_folder(lab: Path) -> None:
+    (lab / "lab.json").unlink()
+    (lab / "lab.json").mkdir()
+    assert f"{lab / 'lab.json'}: is a folder, not the lab manifest" in fails("sql", str(lab), "select 1")
 
 
 def test_read_only_lab(lab: Path, base_lab: Path, tmp_path: Path) -> None:

@@ -73,6 +73,8 @@ def _empty_select(table: str) -> str:
 
 def _kind(t: Any) -> str:
     """Coarse type family: a part whose column differs from the schema in family is damaged."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     for name, test in (
         ("null", pa.types.is_null),
         ("integer", pa.types.is_integer),

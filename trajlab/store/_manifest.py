@@ -7,6 +7,7 @@ and only become part of the lab when the new manifest replaces the old one with 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -129,8 +130,15 @@ def read_manifest(root: Path) -> Manifest:
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise LabError(f"{path}: corrupt manifest: {e}") from e
+    except IsADirectoryError:
+        raise LabError(f"{path}: is a folder, not the lab manifest") from None
+    except OSError as e:
+        raise LabError(f"{path}: cannot read the lab manifest ({e.strerror or e})") from None
     return Manifest.from_dict(data, str(path))
 
 
 def write_manifest(root: Path, manifest: Manifest) -> None:
-    atomic_write_text(root / MANIFEST_NAME, manifest.to_json())
+    path = atomic_write_text(root / MANIFEST_NAME, manifest.to_json())
+    # the temporary file was private (0600): make the manifest as readable as the lab folder and its
+    # parts, so that others who may read the lab can open it
+    os.chmod(path, root.stat().st_mode & 0o666)
