@@ -35,6 +35,7 @@ from ._base import (
     parse_args,
     read_jsonl,
 )
+from ._read import json_objects
 
 _ROLLOUT_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _INJECTED_PREFIXES = (
@@ -145,13 +146,16 @@ class CodexRolloutAdapter(Adapter):
     description = "Codex CLI session rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
-        first = first_json_line(head_bytes)
-        if not first:
-            return False
-        if first.get("type") in _ROLLOUT_TYPES and isinstance(first.get("payload"), dict):
-            return True
-        # Early 2025 rollouts: a bare session header line, then bare response items.
-        return path.name.startswith("rollout-") and "id" in first and "instructions" in first
+        # the first line with a type (or an early header) decides: damaged lines before it are skipped
+        for first in json_objects(head_bytes):
+            if first.get("type") in _ROLLOUT_TYPES and isinstance(first.get("payload"), dict):
+                return True
+            # Early 2025 rollouts: a bare session header line, then bare response items.
+            if "id" in first and "instructions" in first:
+                return path.name.startswith("rollout-")
+            if isinstance(first.get("type"), str):
+                return False
+        return False
 
     def why_not(self, path: Path, head_bytes: bytes) -> str:
         first = first_json_line(head_bytes)
@@ -192,6 +196,9 @@ class CodexRolloutAdapter(Adapter):
                 continue
             if type(p) is not dict:
                 ctx.reject(rec, f"line {rec.line}: `payload` of a {typ!r} line is not an object")
+                continue
+            if typ in ("response_item", "event_msg") and type(p.get("type")) is not str:
+                ctx.reject(rec, f"line {rec.line}: {typ} payload without a `type`")
                 continue
             if typ == "response_item":
                 self._item(st, p, ts, rec.line)
