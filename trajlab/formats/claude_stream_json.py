@@ -177,6 +177,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             if spawn is not None:
                 base["_parent"] = spawn
         if typ == "system":
+            if not isinstance(d.get("subtype"), str):
+                return "system line without a subtype"
             self._system(d, base, s)
         elif typ in ("assistant", "user"):
             if typ == "user":
