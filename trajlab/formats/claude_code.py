@@ -27,7 +27,7 @@ from ._base import (
     read_jsonl,
 )
 from ._read import json_objects
-from ._safe import BAD_SHAPE, as_int, rollback
+from ._safe import BAD_SHAPE, as_int, raw_of_obj, rollback
 
 _LINE_TYPES = {
     "user",
@@ -124,12 +124,15 @@ class ClaudeCodeAdapter(Adapter):
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
         # the first line with a `type` decides (a damaged first line is quarantined by the reader)
-        first = next((o for o in json_objects(head_bytes) if isinstance(o.get("type"), str)), None)
-        if not first:
-            return False
-        if first.get("type") not in _LINE_TYPES:
-            return False
-        return "sessionId" in first or "leafUuid" in first or "messageId" in first or "uuid" in first
+        for first in json_objects(head_bytes):
+            typ = first.get("type")
+            if not isinstance(typ, str):
+                continue
+            if typ not in _LINE_TYPES:
+                return False
+            if "sessionId" in first or "leafUuid" in first or "messageId" in first or "uuid" in first:
+                return True
+        return False
 
     def why_not(self, path: Path, head_bytes: bytes) -> str:
         first = first_json_line(head_bytes)
@@ -166,8 +169,7 @@ class ClaudeCodeAdapter(Adapter):
                 continue
             tr = _Transcript(aid, 1)
             for line, obj in lines:
-                if isinstance(obj, dict) and "type" in obj:
-                    self._line(obj, line, tr)
+                self._progress_message(unit.primary, ctx, line, obj, tr)
             subs[aid] = tr
             main.spawned.setdefault(aid, parent_call)
         steps = self._splice(main, subs, anomalies)
@@ -217,21 +219,39 @@ class ClaudeCodeAdapter(Adapter):
             if why:
                 ctx.reject(rec, f"{path.name} line {rec.line}: {why}")
 
+    def _progress_message(
+        self, path: Path, ctx: ParseContext, line: int | None, obj: dict[str, Any], tr: _Transcript
+    ) -> None:
+        """Replay a sub-agent message embedded in an agent_progress line; one that cannot be used is
+        quarantined with its line (it was counted as ingested when the line was read)."""
+        n = len(tr.steps)
+        try:
+            why = self._line(obj, line, tr) if isinstance(obj.get("type"), str) else "message without a type"
+        except BAD_SHAPE as e:  # was raised out of the adapter: the whole session was lost
+            rollback(tr.steps, [tr.link], n)
+            why = f"malformed message ({type(e).__name__}: {e})"
+        if why:
+            reason = f"{path.name} line {line}: agent_progress {why}"
+            ctx.quarantine(path, reason, "schema", raw_of_obj(obj), line, counted=True)
+
     def _line(self, d: dict[str, Any], line: int | None, tr: _Transcript) -> str | None:
         """Read one transcript line into `tr`; the reason when the line cannot be used."""
         typ = d.get("type")
         if typ == "progress":
             data = d.get("data")
-            if isinstance(data, dict) and data.get("type") == "agent_progress":
+            if not isinstance(data, dict):
+                return "progress line without a `data` object"
+            if data.get("type") == "agent_progress":
                 msg = data.get("message")
                 parent = d.get("parentToolUseID") or data.get("parentToolUseID")
-                if isinstance(msg, dict) and parent:
-                    key = msg.get("uuid") or str(line)
-                    if key not in tr.progress_seen:
-                        tr.progress_seen.add(key)
-                        tr.progress.setdefault(parent, []).append((line, msg))
-                    if data.get("agentId"):
-                        tr.progress_agent[parent] = str(data["agentId"])
+                if not isinstance(msg, dict) or not parent:
+                    return "agent_progress line without a message object or parentToolUseID"
+                key = msg.get("uuid") or str(line)
+                if key not in tr.progress_seen:
+                    tr.progress_seen.add(key)
+                    tr.progress.setdefault(parent, []).append((line, msg))
+                if data.get("agentId"):
+                    tr.progress_agent[parent] = str(data["agentId"])
             return None
         if typ in ("file-history-snapshot", "queue-operation", "summary"):
             if typ == "summary" and d.get("summary"):
