@@ -287,6 +287,6 @@ def _deep_dump(doc: Any, recs: list[Any]) -> bytes:
     return out.replace(json.dumps(marker).encode(), b"[" * NESTED_DEEP + b"]" * NESTED_DEEP)
 
 
-def mutants(case: Case, data: bytes) -> list[Mutant]:
+def mutants(case: Case, data: bytes, seed: str = "") -> list[Mutant]:
     gen: Callable[[bytes, str], Iterator[Mutant]] = jsonl_mutants if case.jsonl else json_mutants
-    return list(gen(data, case.primary))
+    return list(gen(data, case.primary + seed))

@@ -91,7 +91,7 @@ CASES = [
 ]
 
 
-def _layout(case: Case, tmp: Path) -> tuple[Path, list[tuple[Mutant, Path]]]:
+def _layout(case: Case, tmp: Path, seed: str = "") -> tuple[Path, list[tuple[Mutant, Path]]]:
     """An input folder with the unmutated case (`orig/`) and one copy of the case's root per mutant."""
     src_root = FIXTURES / case.root
     rel = Path(case.primary).relative_to(case.root)
@@ -99,7 +99,7 @@ def _layout(case: Case, tmp: Path) -> tuple[Path, list[tuple[Mutant, Path]]]:
     inp = tmp / "in"
     out = []
     shutil.copytree(src_root, inp / "orig")
-    for m in mutants(case, data):
+    for m in mutants(case, data, seed):
         dst = inp / m.name
         shutil.copytree(src_root, dst)
         (dst / rel).write_bytes(m.data)
@@ -150,9 +150,10 @@ def _check_lines(
         problems.append(f"{where}: edited lines {silent} dropped without a quarantine row")
 
 
-def check_case(case: Case, tmp: Path) -> list[str]:
-    """Ingest every mutant of `case`; the problems found, one line each (empty: all good)."""
-    inp, muts = _layout(case, tmp)
+def check_case(case: Case, tmp: Path, seed: str = "") -> list[str]:
+    """Ingest every mutant of `case`; the problems found, one line each (empty: all good). Another
+    `seed` gives other mutants (for exploring; the test uses the default)."""
+    inp, muts = _layout(case, tmp, seed)
     rep = ingest([inp], tmp / "lab", workers=1, progress=False)
     lab = Lab.open(tmp / "lab")
     problems: list[str] = []
@@ -202,7 +203,10 @@ def check_case(case: Case, tmp: Path) -> list[str]:
                 for q in qs
             )
             lines = {i + 1 for i, ln in enumerate(m.data.splitlines()) if ln.strip()}
-            if not whole and not (case.jsonl and lines <= {q["line"] for q in qs}):
+            each = (case.jsonl and lines <= {q["line"] for q in qs}) or (
+                not case.jsonl and all(q["raw"] is not None and q["line"] is not None for q in qs)
+            )  # or each record (line, or element of the document) quarantined with its bytes
+            if not whole and not each:
                 problems.append(f"{where}: whole unit {src['status']} but its bytes are not kept")
         if m.kind == "truncated mid UTF-8" and any(q["error_type"] == "utf8" for q in qs):
             problems.append(f"{where}: a cut-off file reported as invalid UTF-8")
@@ -349,3 +353,31 @@ def test_a_file_cut_inside_a_utf8_character_is_reported_as_truncated(tmp_path: P
     lab, path, m = _ingest_mutant("inspect-json", "omni_eval_log.json", "cut-utf8", tmp_path / "b")
     ((line, etype, reason),) = _quarantined(lab, path)
     assert etype == "truncated" and reason.endswith(f"cut off at byte {len(m.data)}")
+
+
+def test_damaged_agent_progress_messages_cost_their_line(tmp_path: Path) -> None:
+    # bug: sub-agent messages embedded in agent_progress lines are replayed after the file is read;
+    # a wrong-typed field there (a tool_use id that is an object) raised TypeError out of the adapter
+    # and the whole session was quarantined, and a message with unusable content was dropped silently
+    src = FIXTURES / "claude_code/-work-task"
+    dst = tmp_path / "in"
+    shutil.copytree(src, dst)
+    path = dst / SESSION
+    lines = path.read_bytes().splitlines(keepends=True)
+    d18, d19 = json.loads(lines[17]), json.loads(lines[18])
+    d18["data"]["message"]["message"]["content"] = {"k": [None]}
+    d19["data"]["message"]["message"]["content"][0]["id"] = {"not": "an id"}
+    lines[17], lines[18] = (json.dumps(d).encode() + b"\n" for d in (d18, d19))
+    path.write_bytes(b"".join(lines))
+    rep = ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    assert rep.invariant_holds
+    q = _quarantined(lab, str(path))
+    assert [(n, e) for n, e, _ in q] == [(18, "schema"), (19, "schema")]
+    assert "line 18: agent_progress user message whose content is dict" in q[0][2]
+    assert "line 19: agent_progress malformed message (TypeError" in q[1][2]
+    (run,) = _runs_of(lab, str(path))
+    # the session's 21 steps less the two embedded messages, plus the call's result now without its call
+    assert run["n_steps"] == 20
+    orphan = _rows(lab, "select kind from steps where call_id = 'toolu_sub_wc'")
+    assert orphan == [{"kind": "tool_result"}]
