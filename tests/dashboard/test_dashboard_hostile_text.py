@@ -16,6 +16,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from dash_labs import T0, long_run, traj_row
@@ -322,6 +323,18 @@ def test_runs_page_shows_hostile_text_as_text(page):
     assert page.page.locator("#runs-table td[data-dash-column=trajectory_id]").all_inner_texts() == [
         HOSTILE_TID
     ]
+    # searches are literal parameters: quotes, wildcards and SQL find nothing and break nothing
+    for q in ("'", "%", "\\", "_", "'); DROP TABLE trajectories; --"):
+        page.page.fill("#runs-search", q)
+        page.page.press("#runs-search", "Enter")
+        page.page.wait_for_function(
+            "() => document.querySelector('#runs-summary .card-value').innerText === '0'"
+        )
+        assert page.text("#runs-error") == "", q
+    # a hostile trajectory id in the URL is not routed (ids are [A-Za-z0-9_.:-]) and is named as text
+    page.goto("/trajectory/" + quote(IMG, safe=""))
+    page.wait_text("#page", "No page at")
+    assert f"No page at /trajectory/{quote(IMG, safe='')}." in page.text("#page")
 
 
 @browser_test
