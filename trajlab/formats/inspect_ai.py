@@ -49,6 +49,16 @@ from ._safe import raw_of_obj
 from ._typed import typed_rows
 
 SCORER_ENV = "TRAJLAB_INSPECT_SCORER"
+_QUARANTINED = object()  # what _entry returns for an entry it quarantined
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 _SAMPLE_RE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _ATTACH = "attachment://"
 _SCORE_WORDS = {"C": 1.0, "CORRECT": 1.0, "YES": 1.0, "TRUE": 1.0, "P": 0.5}
@@ -480,7 +490,8 @@ class InspectEvalAdapter(_InspectBase):
         try:
             zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, NotImplementedError, ValueError, EOFError) as e:
-            ctx.quarantine(path, f"not a readable zip archive ({e})", "truncated", path.read_bytes()[:4096])
+            # the whole archive is kept (it was cut to its first 4 KB): nothing of it reaches the lab
+            ctx.quarantine(path, f"not a readable zip archive ({e})", "truncated", _read_or_none(path))
             return
         with zf:
             names = zf.namelist()
@@ -495,8 +506,8 @@ class InspectEvalAdapter(_InspectBase):
                     ctx.seen_ok()
                     if hname != "header.json":
                         header.setdefault("status", "started")
-                elif obj is not None:
-                    ctx.quarantine(path, f"{hname}: expected an object", "schema")
+                elif obj is not _QUARANTINED:
+                    ctx.quarantine(path, f"{hname}: expected an object", "schema", zf.read(hname))
             samples = []
             for n in names:
                 m = _SAMPLE_RE.match(n)
@@ -504,30 +515,31 @@ class InspectEvalAdapter(_InspectBase):
                     samples.append((int(m.group(2)), _natural(m.group(1)), n))
             for _epoch, _key, n in sorted(samples):
                 obj = self._entry(zf, n, ctx, path)
-                if obj is None:
+                if obj is _QUARANTINED:
                     continue
-                if not isinstance(obj, dict):
-                    ctx.quarantine(path, f"{n}: expected a sample object", "schema")
+                if not isinstance(obj, dict):  # a `null` entry used to vanish here, neither counted nor kept
+                    ctx.quarantine(path, f"{n}: expected a sample object", "schema", zf.read(n))
                     continue
                 ctx.seen_ok()
                 yield self._sample(header, obj, path)
 
     @staticmethod
     def _entry(zf: zipfile.ZipFile, name: str, ctx: ParseContext, path: Path) -> Any:
+        """The entry's JSON, or _QUARANTINED when it could not be read (a JSON `null` is a value)."""
         try:
             raw = zf.read(name)
         except NotImplementedError as e:
             ctx.quarantine(path, f"{name}: unsupported zip compression ({e})", "io")
-            return None
+            return _QUARANTINED
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, zlib.error) as e:
             ctx.quarantine(path, f"{name}: corrupt zip entry ({e})", "truncated")
-            return None
+            return _QUARANTINED
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             etype = "truncated" if raw.rstrip()[-1:] not in (b"}", b"]") else "json"
             ctx.quarantine(path, f"{name}: not valid JSON ({e})", etype, raw)
-            return None
+            return _QUARANTINED
 
 
 class InspectJsonAdapter(_InspectBase):
