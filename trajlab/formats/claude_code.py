@@ -284,7 +284,10 @@ class ClaudeCodeAdapter(Adapter):
         if not isinstance(msg, dict):
             return f"{typ} line whose `message` is not an object"
         if typ == "assistant":
-            self._assistant(msg, base, tr)
+            n = len(tr.steps)
+            damaged = self._assistant(msg, base, tr)
+            if damaged and len(tr.steps) == n:  # nothing usable in it: quarantined, not dropped
+                return f"assistant message with {damaged} unreadable content block(s) and nothing else"
             return None
         return self._user(d, msg, base, tr)
 
@@ -308,7 +311,10 @@ class ClaudeCodeAdapter(Adapter):
                 {**base, "kind": "system", "role": "local_command", "text": as_text(d.get("content"))}
             )
 
-    def _assistant(self, msg: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> None:
+    def _assistant(self, msg: dict[str, Any], base: dict[str, Any], tr: _Transcript) -> int:
+        """Steps of an assistant message; returns the number of damaged blocks (no object, no type,
+        a text block without text)."""
+        damaged = 0
         mid = msg.get("id")
         model = msg.get("model")
         if model and model != "<synthetic>" and model not in tr.models:
@@ -326,12 +332,16 @@ class ClaudeCodeAdapter(Adapter):
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
         for b in blocks:
-            if not isinstance(b, dict):
+            if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+                damaged += 1
                 continue
             bt = b.get("type")
             if bt == "text":
                 text = b.get("text")
-                if not text or not text.strip():
+                if not isinstance(text, str):
+                    damaged += 1
+                    continue
+                if not text.strip():
                     continue  # whitespace-only blocks carry nothing but the repeated usage
                 step = {**base, "kind": "assistant", "role": "assistant", "text": text}
                 tr.steps.append(step)
@@ -359,6 +369,7 @@ class ClaudeCodeAdapter(Adapter):
             if mid and tokens is not None and mid not in tr.usage_step:
                 tr.usage_step[mid] = step
                 step.update(tr.usage[mid])
+        return damaged
 
     def _user(
         self, d: dict[str, Any], msg: dict[str, Any], base: dict[str, Any], tr: _Transcript
