@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,64 @@ def test_damaged_agent_progress_messages_cost_their_line(tmp_path: Path) -> None
     assert run["n_steps"] == 20
     orphan = _rows(lab, "select kind from steps where call_id = 'toolu_sub_wc'")
     assert orphan == [{"kind": "tool_result"}]
+
+
+def _eval_zip(path: Path, log: dict[str, Any], entries: dict[str, bytes]) -> bytes:
+    """An Inspect .eval archive of `log` (header.json + one entry per sample), entries replaced by `entries`."""
+    header = {k: v for k, v in log.items() if k != "samples"}
+    files = {"header.json": json.dumps(header).encode()}
+    for s in log["samples"]:
+        files[f"samples/{s['id']}_epoch_{s['epoch']}.json"] = json.dumps(s).encode()
+    files.update(entries)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return path.read_bytes()
+
+
+def test_inspect_eval_archive_mutants(tmp_path: Path) -> None:
+    """.eval archives: a sample entry damaged every way the JSON mutants do, and the archive cut off."""
+    log = json.loads((FIXTURES / "formats/inspect_ai/omni_eval_log.json").read_bytes())
+    log["samples"] = [s for s in log["samples"] if isinstance(s, dict)]  # the fixture has a junk one too
+    first = log["samples"][0]
+    entry = f"samples/{first['id']}_epoch_{first['epoch']}.json"
+    case = Case("inspect-eval", entry, "", False)
+    inp = tmp_path / "in"
+    inp.mkdir()
+    good = _eval_zip(inp / "orig.eval", log, {})
+    made: list[tuple[str, Path, bytes]] = []
+    for m in mutants(case, json.dumps(first, indent=1).encode()):
+        if m.name.endswith("-1"):
+            continue  # one round of each value edit is enough here (keeps the test fast)
+        p = inp / f"{m.name}.eval"
+        made.append((m.name, p, _eval_zip(p, log, {entry: m.data})))
+    for frac in (0.2, 0.6, 0.95):  # the archive itself cut off (a writer that crashed)
+        p = inp / f"zipcut{int(frac * 100)}.eval"
+        p.write_bytes(good[: int(len(good) * frac)])
+        made.append((p.stem, p, p.read_bytes()))
+    rep = ingest([inp], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    assert rep.invariant_holds
+    sources = {r["source_path"]: r for r in lab.read("sources").to_pylist()}
+    n_samples = len(log["samples"])
+    assert sources[str(inp / "orig.eval")]["records_ingested"] == 1 + n_samples
+    problems = []
+    for name, p, data in made:
+        src, qs = (
+            sources.get(str(p)),
+            _rows(lab, f"select line, error_type, reason, raw from quarantine where source_path = '{p}'"),
+        )
+        if src is None or src["status"] == "duplicate":
+            continue
+        if src["records_seen"] != src["records_ingested"] + src["records_quarantined"]:
+            problems.append(f"{name}: invariant broken")
+        if any(q["error_type"] == "adapter" for q in qs):
+            problems.append(f"{name}: adapter crashed: {qs[0]['reason'].splitlines()[0]}")
+        if src["status"] in ("quarantined", "unknown") and not any(q["raw"] in (data, None) for q in qs):
+            problems.append(f"{name}: whole archive quarantined without its bytes")
+        n_runs = len(_runs_of(lab, str(p)))
+        # a sample entry that is junk or cut off is quarantined with its bytes, the other samples ingest
+        junk = name.startswith(("doc-", "cut")) and not name.startswith("zipcut")
+        if junk and (n_runs != n_samples - 1 or not any(entry in q["reason"] and q["raw"] for q in qs)):
+            problems.append(f"{name}: {n_runs} runs, quarantine {[q['reason'][:80] for q in qs]}")
+    assert not problems, "\n".join(problems)
