@@ -287,6 +287,8 @@ class ClaudeCodeAdapter(Adapter):
             n = len(tr.steps)
             damaged = self._assistant(msg, base, tr)
             if damaged and len(tr.steps) == n:  # nothing usable in it: quarantined, not dropped
+                if msg.get("content") is None:
+                    return "assistant message without content"
                 return f"assistant message with {damaged} unreadable content block(s) and nothing else"
             return None
         return self._user(d, msg, base, tr)
