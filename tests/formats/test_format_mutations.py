@@ -439,7 +439,29 @@ def test_inspect_eval_archive_mutants(tmp_path: Path) -> None:
             problems.append(f"{name}: whole archive quarantined without its bytes")
         n_runs = len(_runs_of(lab, str(p)))
         # a sample entry that is junk or cut off is quarantined with its bytes, the other samples ingest
+        # (bug: a `null` entry vanished uncounted, a list or string entry was quarantined without bytes)
         junk = name.startswith(("doc-", "cut")) and not name.startswith("zipcut")
         if junk and (n_runs != n_samples - 1 or not any(entry in q["reason"] and q["raw"] for q in qs)):
             problems.append(f"{name}: {n_runs} runs, quarantine {[q['reason'][:80] for q in qs]}")
     assert not problems, "\n".join(problems)
+
+
+def test_assistant_messages_with_only_damaged_blocks_are_quarantined(tmp_path: Path) -> None:
+    # bug: a Claude Code assistant line whose tool_use block lost its `type`, or whose message lost
+    # its content, was counted as ingested and gave nothing (the call vanished without a trace)
+    src = FIXTURES / "claude_code/-work-task"
+    dst = tmp_path / "in"
+    shutil.copytree(src, dst)
+    path = dst / SESSION
+    lines = path.read_bytes().splitlines(keepends=True)
+    d5, d17 = json.loads(lines[4]), json.loads(lines[16])
+    del d5["message"]["content"]
+    del d17["message"]["content"][0]["type"]
+    lines[4], lines[16] = (json.dumps(d).encode() + b"\n" for d in (d5, d17))
+    path.write_bytes(b"".join(lines))
+    ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    assert [(n, r.split(": ", 1)[1]) for n, _, r in _quarantined(lab, str(path))] == [
+        (5, "assistant message without content"),
+        (17, "assistant message with 1 unreadable content block(s) and nothing else"),
+    ]
