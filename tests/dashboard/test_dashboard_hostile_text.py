@@ -439,6 +439,18 @@ def test_5000_step_run_draws_and_keeps_text_inert(page):
     page.click_node(n["id"])
     page.wait_text("#inspector-title", f"Step {n['step']} ")
     assert f"echo '{IMG}' {SCRIPT} {n['step']}" in page.text("#inspector")
+    # the timeline of 5,000 rows, filtered to the hostile commands: literal text in every cell
+    want = sum("onerror" in (r.get("command") or "") for r in _big_run()[1])
+    page.page.click("text=Timeline")
+    page.page.wait_for_selector("#timeline td[data-dash-column=what]")
+    page.page.fill("#timeline th.dash-filter[data-dash-column=what] input", "onerror")
+    page.page.keyboard.press("Enter")
+    page.page.wait_for_function(
+        "(n) => document.querySelectorAll('#timeline td[data-dash-column=what]').length === n",
+        arg=min(want, 50),
+    )
+    cells = page.page.locator("#timeline td[data-dash-column=what]").all_inner_texts()
+    assert all(c.startswith(f"echo '{IMG}' {SCRIPT} ") for c in cells), cells[:3]
     # the default (folded) view of the same run
     page.goto(f"/trajectory/{BIG_TID}")
     page.page.wait_for_function(
