@@ -22,7 +22,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
-def _bidi_visible(s: str) -> str:
+def bidi_visible(s: str) -> str:
+    """Bidi embeddings, overrides and isolates as visible `[U+202E]` markers."""
     return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", s)
 
 
@@ -48,7 +49,7 @@ def clean_block(text: Any, limit: int = MAX_BLOCK, secrets: bool = True) -> str:
     head = raw[: 4 * limit]
     rest = len(raw) - len(head)
     s = redact(head) if secrets else head
-    s = _bidi_visible(_CTRL.sub("", _ANSI.sub("", s)))
+    s = bidi_visible(_CTRL.sub("", _ANSI.sub("", s)))
     if rest and len(s) < limit + _MARGIN:
         rest += min(len(s), _MARGIN)
         s = s[: len(s) - min(len(s), _MARGIN)]
@@ -71,7 +72,7 @@ def clean_line(text: Any, limit: int = 160, secrets: bool = True) -> str:
     s = str(text)[: max(4 * limit, 400)]
     if secrets:
         s = redact(s)
-    s = " ".join(_bidi_visible(_CTRL_LINE.sub(" ", _ANSI.sub("", s))).split())
+    s = " ".join(bidi_visible(_CTRL_LINE.sub(" ", _ANSI.sub("", s))).split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
