@@ -58,7 +58,8 @@ BIG_TID = "t_big5000steps01"
 BIG_STEPS = 5000
 HOSTILE_TOOL = "<b>bold-tool</b>"
 BIG_TOOL = "ffmpeg\u202e<i>gpj.exe</i>"  # a tool name with an override, in folded-run labels
-BIG_MODEL = '<b>bold-model</b> <a href="https://example.invalid/">ext</a>'  # plotly renders <b>, <a href>
+# plotly renders <b> and <a href>; the override would reverse the label
+BIG_MODEL = '<b>bold-model</b> <a href="https://example.invalid/">ext</a> \u202eright'
 
 
 def _hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -512,14 +513,14 @@ def test_sql_chart_labels_are_inert(page):
     page.page.wait_for_selector(".js-plotly-plot .xtick text")
     ticks = page.page.locator(".js-plotly-plot .xtick text").all_text_contents()
     assert 'model ‹img src=x onerror="window.__pwned=1"›' in ticks, ticks
-    assert '‹b›bold-model‹/b› ‹a href="https://example.invalid/"›ext‹/a›' in ticks, ticks
+    assert '‹b›bold-model‹/b› ‹a href="https://example.invalid/"›ext‹/a› [U+202E]right' in ticks, ticks
     svg = page.page.evaluate(
         """() => ({links: document.querySelectorAll('.js-plotly-plot svg a').length,
             bold: [...document.querySelectorAll('.js-plotly-plot tspan')].filter(t => /bold/.test(t.getAttribute('style') || '')).length})"""
     )
     assert svg == {"links": 0, "bold": 0}, svg
     # the same names in the page's tables, as text
-    assert BIG_MODEL in page.text("#page")
+    assert BIG_MODEL.replace("\u202e", "[U+202E]") in page.text("#page")
 
 
 @browser_test
