@@ -74,8 +74,22 @@ class OtelGenAiAdapter(Adapter):
         by_trace: dict[str, list[_Span]] = {}
         for sp in spans:
             by_trace.setdefault(sp.trace_id or path.stem, []).append(sp)
-        for trace_id, group in by_trace.items():
-            tr = _Trace(group)
+        traces = {trace_id: _Trace(group) for trace_id, group in by_trace.items()}
+        if spans and not any(tr.relevant() for tr in traces.values()):
+            # Nothing of the file would reach the lab (only embeddings, HTTP or other spans): keep the
+            # file in the quarantine instead of counting its records as ingested (that also left the
+            # ingest worker with a unit that had neither trajectories nor quarantine rows: IndexError).
+            ctx.records_seen -= ctx.records_ingested
+            ctx.records_ingested = 0
+            why = f"{path.name}: no agent, model or tool spans among its {len(spans)} span(s)"
+            try:
+                raw = path.read_bytes()
+            except OSError:
+                raw = None
+            ctx.quarantine(path, why, "schema", raw)
+            return
+        for trace_id, tr in traces.items():
+            group = by_trace[trace_id]
             if not tr.relevant():
                 continue
             tr.build()
