@@ -173,6 +173,9 @@ class CodexRolloutAdapter(Adapter):
             typ = d.get("type")
             p = d.get("payload")
             ts = d.get("timestamp")
+            if typ is not None and type(typ) is not str:  # a list here raised TypeError (unhashable)
+                ctx.reject(rec, f"line {rec.line}: `type` is {type(typ).__name__}, not a line type")
+                continue
             if p is None and typ not in _ROLLOUT_TYPES:
                 if "instructions" in d and "id" in d:  # early format: a bare session header
                     st.native = d.get("id")
