@@ -465,3 +465,37 @@ def test_assistant_messages_with_only_damaged_blocks_are_quarantined(tmp_path: P
         (5, "assistant message without content"),
         (17, "assistant message with 1 unreadable content block(s) and nothing else"),
     ]
+
+
+def test_otel_file_without_agent_spans_is_quarantined_not_a_crash(tmp_path: Path) -> None:
+    # bug: an OTLP file whose keys were damaged so that only an embeddings span was left had its span
+    # counted as ingested while no trajectory came out; the ingest worker then raised IndexError
+    # building the unit's sources row and the whole `trajlab ingest` run failed
+    doc = json.loads((FIXTURES / "formats/otel_genai/otlp_agent.json").read_bytes())
+    for rs in doc["resourceSpans"]:
+        rs["scopeSpans"] = [s for s in rs["scopeSpans"] if s["scope"]["name"] == "embedder"]
+    dst = tmp_path / "in"
+    dst.mkdir()
+    path = dst / "otlp_agent.json"
+    path.write_text(json.dumps(doc))
+    rep = ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    assert rep.invariant_holds and _runs_of(lab, str(path)) == []
+    (q,) = _rows(lab, "select error_type, reason, raw from quarantine")
+    assert q["error_type"] == "schema" and q["raw"] == path.read_bytes()
+    assert q["reason"] == "otlp_agent.json: no agent, model or tool spans among its 1 span(s)"
+
+
+def test_codex_line_type_of_the_wrong_type_is_quarantined(tmp_path: Path) -> None:
+    # bug: "type": [] on a rollout line without payload raised TypeError (unhashable type: 'list') in
+    # the line-type lookup, and the whole rollout was quarantined as an adapter failure
+    dst = tmp_path / "in"
+    dst.mkdir()
+    path = dst / ROLLOUT
+    lines = (FIXTURES / "codex" / ROLLOUT).read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"timestamp": "2026-03-02T10:00:00.500Z", "type": [], "payload": null}\n'
+    path.write_bytes(b"".join(lines))
+    ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    assert _quarantined(lab, str(path)) == [(2, "schema", "line 2: `type` is list, not a line type")]
+    assert [r["n_steps"] for r in _runs_of(lab, str(path))] == [15]
