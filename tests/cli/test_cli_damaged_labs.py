@@ -324,6 +324,25 @@ def test_part_with_damaged_pages_but_an_intact_footer(lab: Path, base_lab: Path)
     assert snapshot(lab) == before
 
 
+@pytest.mark.parametrize(
+    "table,command",
+    [
+        ("dag_metrics", ["dag", "{lab}", "-q"]),  # read to find the DAGs that are up to date
+        ("sources", ["ingest", "{runs}", "--out", "{lab}", "-q", "-j", "1"]),  # read to plan the ingest
+    ],
+)
+def test_writer_that_reads_a_damaged_table_first(
+    lab: Path, base_lab: Path, table: str, command: list[str]
+) -> None:
+    p = part(lab, table)
+    p.write_bytes(p.read_bytes()[:300])
+    before = snapshot(lab)
+    args = [a.format(lab=lab, runs=base_lab.parent / "ex" / "runs") for a in command]
+    err = fails(*args)
+    assert f"{lab}: cannot read table {table!r}: Could not open Parquet input source '{p}'" in err
+    assert snapshot(lab) == before
+
+
 def test_damaged_steps_part_and_dag_build(lab: Path) -> None:
     p = part(lab, "steps")
     p.write_bytes(p.read_bytes()[:5000])

@@ -142,16 +142,21 @@ class Lab:
         files = [str(f) for f in self.files(table)]
         return ds.dataset(files, schema=schema, format="parquet")
 
-    def _retrying(self, fn):  # type: ignore[no-untyped-def]
-        """Run a read; if a concurrent writer removed a part we were about to read, reload and retry."""
+    def _retrying(self, fn, table: str):  # type: ignore[no-untyped-def]
+        """Run a read; if a concurrent writer removed a part we were about to read, reload and retry.
+        A part that stays missing or cannot be read is a LabError naming the table (and pyarrow's the file)."""
         for attempt in range(5):
             try:
                 return fn()
             except (FileNotFoundError, OSError) as e:
                 if attempt == 4 or not _missing_part(e):
-                    raise
+                    raise _unreadable(self.root, table, e) from e
                 time.sleep(0.05 * (attempt + 1))
                 self.refresh()
+            except pa.ArrowInvalid as e:
+                if ".parquet" not in str(e):  # a caller's bad column or filter, not a damaged part
+                    raise
+                raise _unreadable(self.root, table, e) from e
         raise AssertionError("unreachable")
 
     def read(
@@ -162,15 +167,20 @@ class Lab:
     ) -> pa.Table:
         """The whole table (or selected columns/rows) as one Arrow table; empty with the schema if absent."""
         cols = list(columns) if columns else None
-        return self._retrying(lambda: self.dataset(table).to_table(columns=cols, filter=filter))
+        return self._retrying(lambda: self.dataset(table).to_table(columns=cols, filter=filter), table)
 
     def iter_batches(
         self, table: str, columns: Sequence[str] | None = None, batch_size: int = 65_536
     ) -> Iterator[pa.RecordBatch]:
         """Stream a table in record batches (bounded memory)."""
-        yield from self.dataset(table).to_batches(
-            columns=list(columns) if columns else None, batch_size=batch_size
-        )
+        try:
+            yield from self.dataset(table).to_batches(
+                columns=list(columns) if columns else None, batch_size=batch_size
+            )
+        except (OSError, pa.ArrowInvalid) as e:
+            if isinstance(e, pa.ArrowInvalid) and ".parquet" not in str(e):
+                raise
+            raise _unreadable(self.root, table, e) from e
 
     def read_trajectory_steps(self, trajectory_id: str, columns: Sequence[str] | None = None) -> pa.Table:
         t = self.read("steps", columns, filter=pc.field("trajectory_id") == trajectory_id)
@@ -474,6 +484,10 @@ def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _unreadable(root: Path, table: str, e: BaseException) -> LabError:
+    return LabError(f"{root}: cannot read table {table!r}: {e}")
 
 
 def _check_unlisted_tables(root: Path, manifest: Manifest) -> None:
