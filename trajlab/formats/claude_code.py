@@ -276,6 +276,8 @@ class ClaudeCodeAdapter(Adapter):
         if uuid:
             tr.last_uuid = uuid
         if typ == "system":
+            if not isinstance(d.get("subtype"), str):  # was counted as ingested and dropped
+                return "system line without a subtype"
             self._system(d, base, tr)
             return None
         msg = d.get("message")
