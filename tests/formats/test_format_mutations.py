@@ -454,16 +454,18 @@ def test_assistant_messages_with_only_damaged_blocks_are_quarantined(tmp_path: P
     shutil.copytree(src, dst)
     path = dst / SESSION
     lines = path.read_bytes().splitlines(keepends=True)
-    d5, d17 = json.loads(lines[4]), json.loads(lines[16])
+    d5, d17, d24 = json.loads(lines[4]), json.loads(lines[16]), json.loads(lines[23])
     del d5["message"]["content"]
     del d17["message"]["content"][0]["type"]
-    lines[4], lines[16] = (json.dumps(d).encode() + b"\n" for d in (d5, d17))
+    del d24["subtype"]  # and a compact_boundary line that lost its subtype (was dropped the same way)
+    lines[4], lines[16], lines[23] = (json.dumps(d).encode() + b"\n" for d in (d5, d17, d24))
     path.write_bytes(b"".join(lines))
     ingest([dst], tmp_path / "lab", workers=1, progress=False)
     lab = Lab.open(tmp_path / "lab")
     assert [(n, r.split(": ", 1)[1]) for n, _, r in _quarantined(lab, str(path))] == [
         (5, "assistant message without content"),
         (17, "assistant message with 1 unreadable content block(s) and nothing else"),
+        (24, "system line without a subtype"),
     ]
 
 
