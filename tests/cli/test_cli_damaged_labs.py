@@ -316,6 +316,8 @@ def test_part_with_damaged_pages_but_an_intact_footer(lab: Path, base_lab: Path)
     assert fails("sql", str(lab), "select max(length(text)) from steps").startswith("Error: ")
     for args in (("gaps", str(lab), "-q"), ("analyze", "tools", str(lab))):
         assert fails(*args).startswith("Error: "), args
+    # gaps counts the lab's calls first: a LabError naming the lab, not the CLI's last-resort wrapper
+    assert fails("gaps", str(lab), "-q").startswith(f"Error: {lab}: DuckDB could not read the lab's steps")
     # the commands that read parts themselves name the part
     assert f"cannot read steps part {p}" in fails("dag", str(lab), "-q", "--rebuild")
     assert f"{p}: part of table 'steps' is unreadable" in fails(

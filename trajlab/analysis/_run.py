@@ -14,7 +14,7 @@ from typing import Any, Union
 import duckdb
 import pyarrow as pa
 
-from ..errors import ConfigError, QueryError
+from ..errors import ConfigError, LabError, QueryError
 from ..store import Lab, check_readonly, connect, fetch_arrow, run_readonly
 from ._catalog import (
     COUNT_SOURCES,
@@ -120,8 +120,19 @@ def lab_facts(lab: LabLike) -> LabFacts:
     con, memo = _base(lab)
     if "facts" not in memo:
         cur = con.cursor()
-        row = cur.execute(
-            """
+        try:
+            row = _facts_row(cur)
+        except duckdb.Error as e:  # a part whose pages are damaged behind an intact footer
+            raise LabError(f"{lab.root}: DuckDB could not read the lab's steps or trajectories: {e}") from e
+        assert row is not None
+        labels = {src: lab.rows(table) for src, table in LABEL_TABLES.items()}
+        memo["facts"] = LabFacts(*(int(v or 0) for v in row), labels=labels)
+    return memo["facts"]
+
+
+def _facts_row(cur: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    return cur.execute(
+        """
             SELECT
                 (SELECT count(*) FROM trajectories),
                 (SELECT count(*) FROM trajectories WHERE outcome = 'success'),
@@ -133,11 +144,7 @@ def lab_facts(lab: LabLike) -> LabFacts:
                 count(*) FILTER (WHERE kind = 'tool_call' AND modality IN ('audio', 'video', 'image'))
             FROM steps
             """
-        ).fetchone()
-        assert row is not None
-        labels = {src: lab.rows(table) for src, table in LABEL_TABLES.items()}
-        memo["facts"] = LabFacts(*(int(v or 0) for v in row), labels=labels)
-    return memo["facts"]
+    ).fetchone()
 
 
 def resolve(sql_or_name: str) -> tuple[str, AnalysisInfo | None]:
