@@ -181,3 +181,22 @@ def test_secrets_longer_than_the_search_window_are_redacted_whole() -> None:
 def test_text_whose_lowercase_changes_length_is_still_scanned() -> None:
     text = "İstanbul DB_PASSWORD=hunter2 İ"
     assert redact(text) == "İstanbul DB_PASSWORD=[REDACTED:secret_assignment] İ"
+
+
+def test_bidi_overrides_are_shown_not_obeyed() -> None:
+    from trajlab.redact import bidi_visible
+
+    assert bidi_visible("report_\u202efdp.exe") == "report_[U+202E]fdp.exe"
+    assert bidi_visible("a\u2066b\u2069c\u202a") == "a[U+2066]b[U+2069]c[U+202A]"
+    # marks, Hebrew text and emoji joiners are ordinary text
+    plain = "\u200fשלום\u200e 👩\u200d💻"
+    assert bidi_visible(plain) == plain
+
+
+def test_figure_labels_are_redacted_inert_and_show_bidi_overrides() -> None:
+    from trajlab.figures._style import safe_text
+
+    label = safe_text('<a href="https://x.invalid">m</a>\u202e sk-proj-' + "A" * 40, limit=200)
+    assert "<" not in label and ">" not in label
+    assert "[U+202E]" in label and "\u202e" not in label
+    assert "sk-proj-AAAA" not in label and "[REDACTED:" in label

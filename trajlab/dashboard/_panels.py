@@ -35,7 +35,6 @@ from ._spec import (
     RunsPanel,
     SqlPanel,
 )
-from ._text import bidi_visible
 
 if TYPE_CHECKING:
     from ._app import DashContext
@@ -207,7 +206,7 @@ def _chart(ctx: DashContext, panel: SqlPanel, table: pa.Table) -> Any:
     for c in df.columns:  # plotly renders a subset of HTML in labels: make text inert
         # pandas 3 reads Arrow strings as the `str` dtype, not `object`: test for both
         if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype):
-            df[c] = df[c].map(lambda v: bidi_visible(safe_text(v, 80)) if isinstance(v, str) else v)
+            df[c] = df[c].map(lambda v: safe_text(v, 80) if isinstance(v, str) else v)
     fn = {"bar": px.bar, "line": px.line, "scatter": px.scatter}[panel.display]
     fig = fn(df, x=panel.x, y=panel.y, color=panel.color, template=paper_template("screen"))
     fig.update_layout(height=380, margin={"l": 50, "r": 20, "t": 20, "b": 60})

@@ -12,20 +12,11 @@ import json
 import re
 from typing import Any
 
-from ..redact import redact
+from ..redact import bidi_visible, redact
 
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CTRL_LINE = re.compile(r"[\x00-\x1f\x7f]+")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-# Bidi embeddings, overrides and isolates reorder the text after them ("report_\u202efdp.exe" reads as
-# "report_exe.pdf"): shown as a visible code point instead of obeyed. Marks (U+200E/F) are left alone.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-
-
-def bidi_visible(s: str) -> str:
-    """Bidi embeddings, overrides and isolates as visible `[U+202E]` markers."""
-    return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", s)
-
 
 _MARGIN = 2048
 """Characters before a cut head's end that are never shown (the redaction window after a needle)."""

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..errors import ConfigError
-from ..redact import redact
+from ..redact import bidi_visible, redact
 
 CSS_DPI = 96.0
 """Pixels per inch of kaleido's layout (and of the dashboard's CSS pixels)."""
@@ -242,10 +242,11 @@ _CTRL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def safe_text(text: Any, limit: int = 60) -> str:
-    """Trajectory text made safe for a plotly label: secrets redacted, control characters removed, and
-    `<`, `>`, `&` replaced by look-alikes (plotly renders a subset of HTML in text, e.g. `<a href>`)."""
+    """Trajectory text made safe for a plotly label: secrets redacted, control characters removed, bidi
+    overrides shown as `[U+202E]`, and `<`, `>`, `&` replaced by look-alikes (plotly renders a subset of
+    HTML in text, e.g. `<a href>`)."""
     if text is None:
         return ""
-    s = _CTRL.sub(" ", redact(str(text))).strip()
+    s = bidi_visible(_CTRL.sub(" ", redact(str(text)))).strip()
     s = _TAGS.sub(lambda m: {"<": "‹", ">": "›", "&": "+"}[m.group()], s)
     return s if len(s) <= limit else s[: limit - 1] + "…"
