@@ -36,6 +36,7 @@ from ._base import (
     read_jsonl,
 )
 from ._read import json_objects
+from ._safe import BAD_SHAPE, rollback
 
 _ROLLOUT_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _INJECTED_PREFIXES = (
@@ -203,28 +204,33 @@ class CodexRolloutAdapter(Adapter):
             if typ in ("response_item", "event_msg") and type(p.get("type")) is not str:
                 ctx.reject(rec, f"line {rec.line}: {typ} payload without a `type`")
                 continue
-            if typ == "response_item":
-                self._item(st, p, ts, rec.line)
-            elif typ == "event_msg":
-                self._event(st, p, ts, rec.line)
-            elif typ == "session_meta":
-                self._session_meta(st, p, ts, rec.line)
-            elif typ == "turn_context":
-                model = p.get("model")
-                if model and model not in st.models:
-                    st.models.append(model)
-                if p.get("effort") and not st.t.get("reasoning_effort"):
-                    st.t["reasoning_effort"] = p.get("effort")
-            elif typ == "compacted":
-                st.steps.append(
-                    {
-                        "kind": "compaction",
-                        "role": "system",
-                        "text": p.get("message"),
-                        "timestamp": ts,
-                        "source_line": rec.line,
-                    }
-                )
+            n = len(st.steps)
+            try:
+                if typ == "response_item":
+                    self._item(st, p, ts, rec.line)
+                elif typ == "event_msg":
+                    self._event(st, p, ts, rec.line)
+                elif typ == "session_meta":
+                    self._session_meta(st, p, ts, rec.line)
+                elif typ == "turn_context":
+                    model = p.get("model")
+                    if model and model not in st.models:
+                        st.models.append(model)
+                    if p.get("effort") and not st.t.get("reasoning_effort"):
+                        st.t["reasoning_effort"] = p.get("effort")
+                elif typ == "compacted":
+                    st.steps.append(
+                        {
+                            "kind": "compaction",
+                            "role": "system",
+                            "text": p.get("message"),
+                            "timestamp": ts,
+                            "source_line": rec.line,
+                        }
+                    )
+            except BAD_SHAPE as e:  # a field of the wrong type: quarantine the line, undo its steps
+                rollback(st.steps, [st.link], n)
+                ctx.reject(rec, f"line {rec.line}: malformed {typ} line ({type(e).__name__}: {e})")
         if ctx.records_ingested == 0:
             return
         yield self._finish(st)
