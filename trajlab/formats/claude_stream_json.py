@@ -76,10 +76,12 @@ def _stream_marker(obj: dict[str, Any]) -> bool | None:
         return None  # SDK control traffic or a damaged line without a usable `type`: the next line decides
     if typ in _DROP_TYPES or ("type" not in obj and isinstance(obj.get("response"), dict)):
         return None  # SDK control traffic: look at the next line
+    if "sessionId" in obj or "parentUuid" in obj:
+        return False  # a Claude Code transcript line
     if typ == "system":
-        return "session_id" in obj and "sessionId" not in obj
+        return True if "session_id" in obj else None  # without any session id: damaged, look further
     if typ in ("assistant", "user"):
-        return "parent_tool_use_id" in obj
+        return True if "parent_tool_use_id" in obj else None
     if typ == "result":
         return "num_turns" in obj or "total_cost_usd" in obj
     if typ == "stream_event":
