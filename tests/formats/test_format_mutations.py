@@ -501,3 +501,50 @@ def test_codex_line_type_of_the_wrong_type_is_quarantined(tmp_path: Path) -> Non
     lab = Lab.open(tmp_path / "lab")
     assert _quarantined(lab, str(path)) == [(2, "schema", "line 2: `type` is list, not a line type")]
     assert [r["n_steps"] for r in _runs_of(lab, str(path))] == [15]
+
+
+def test_codex_wrong_typed_event_fields_cost_the_line(tmp_path: Path) -> None:
+    # bug: a token_count event whose last_token_usage is a string raised AttributeError ('str' object
+    # has no attribute 'get') out of the adapter and the whole rollout was quarantined
+    dst = tmp_path / "in"
+    dst.mkdir()
+    path = dst / ROLLOUT
+    lines = (FIXTURES / "codex" / ROLLOUT).read_bytes().splitlines(keepends=True)
+    k = next(i for i, ln in enumerate(lines) if b'"last_token_usage"' in ln)
+    d = json.loads(lines[k])
+    d["payload"]["info"]["last_token_usage"] = "1700"
+    lines[k] = json.dumps(d).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    ((line, etype, reason),) = _quarantined(lab, str(path))
+    assert (line, etype) == (k + 1, "schema") and "malformed event_msg line (AttributeError" in reason
+    assert [r["n_steps"] for r in _runs_of(lab, str(path))] == [15]
+
+
+def test_stream_json_without_session_ids_is_still_recognised(tmp_path: Path) -> None:
+    # bug: a stream-json system/init line that lost its session_id made the sniffer say "not stream-json",
+    # and the whole file was quarantined as unknown_format
+    dst = tmp_path / "in"
+    dst.mkdir()
+    path = dst / "subagent_session.jsonl"
+    lines = (
+        (FIXTURES / "formats/claude_stream_json/subagent_session.jsonl")
+        .read_bytes()
+        .splitlines(keepends=True)
+    )
+    out = []
+    for ln in lines:
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            out.append(ln)  # the fixture's own broken line
+            continue
+        if isinstance(d, dict) and d.get("type") == "system":
+            d.pop("session_id", None)
+        out.append(json.dumps(d).encode() + b"\n")
+    path.write_bytes(b"".join(out))
+    ingest([dst], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    runs = _runs_of(lab, str(path))
+    assert [(r["format"], r["n_steps"]) for r in runs] == [("claude-stream-json", 6)]  # as unmodified
