@@ -84,6 +84,7 @@ def review_cmd(
         ]
         click.echo(tabular.render(rows, max_width=70) if rows else "queue empty")
         return
+    queue.store.check_writable(annotator)  # before a label is typed, not when it is saved
     ReviewSession(queue, limit=limit).run()
 
 

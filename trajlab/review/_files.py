@@ -8,6 +8,7 @@ next append starts on a fresh line, and readers report the broken line with its 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -132,6 +133,8 @@ def read_file(
             data = f.read()
     except FileNotFoundError:
         return [], [], start, first_line
+    except OSError as e:
+        raise os_error(path, "read", e) from None
     records: list[Located[R]] = []
     problems: list[Problem] = []
     line = first_line
@@ -155,10 +158,13 @@ def read_file(
 @contextmanager
 def locked(path: Path, create: bool = True) -> Iterator[int]:
     """An fd of `path` (O_APPEND) held under an exclusive flock for the duration."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existed = path.exists()
-    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-    fd = os.open(path, flags, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        raise os_error(path, "write", e) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not existed:
@@ -169,6 +175,23 @@ def locked(path: Path, create: bool = True) -> Iterator[int]:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def os_error(path: Path, action: str, e: OSError, kind: str = "the annotation file") -> InputFileError:
+    """An OSError met reading or writing annotations, as an error naming the path and the cause."""
+    why = {
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.EROFS: "read-only file system",
+        errno.EISDIR: "it is a folder, not a file",
+        errno.ENOTDIR: "a part of the path is a file, not a folder",
+        errno.EEXIST: "a file is where a folder should be",
+        errno.ENOSPC: "no space left on the device",
+    }.get(e.errno or 0, e.strerror or str(e))
+    target = e.filename if isinstance(e.filename, str) and e.filename != str(path) else None
+    where = f" ({target})" if target else ""
+    tail = "; nothing was written" if action == "write" else ""
+    return InputFileError(str(path), f"cannot {action} {kind}: {why}{where}{tail}")
 
 
 def append_line(fd: int, line: str) -> None:

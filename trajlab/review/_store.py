@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InputFileError
-from ._files import Located, Problem, append_line, locked, read_file
+from ._files import Located, Problem, append_line, locked, os_error, read_file
 from ._records import AdjudicationRecord, AnnotationRecord, check_name
 from ._validate import check_against, effective_records
 
@@ -113,14 +113,30 @@ class AnnotationStore:
             p for p in self.folder.glob(f"*{SUFFIX}") if not p.name.startswith(("_", ".")) and p.is_file()
         )
 
+    def layout_problems(self) -> list[Problem]:
+        """Entries that should be annotation files but are not: a dataset "folder" that is a file, or a
+        `<name>.jsonl` that is a folder. They are reported, never silently skipped."""
+        if self.folder.exists() and not self.folder.is_dir():
+            return [Problem(str(self.folder), None, "is a file, not a dataset folder of annotation files")]
+        if not self.folder.is_dir():
+            return []
+        return [
+            Problem(str(p), None, "is a folder, not an annotation file: nothing in it was read")
+            for p in sorted(self.folder.glob(f"*{SUFFIX}"))
+            if not p.name.startswith(("_", ".")) and not p.is_file()
+        ]
+
     def annotators(self) -> list[str]:
         return [p.name[: -len(SUFFIX)] for p in self.files()]
 
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Dataset-wide exclusive lock (used to check-then-append reviews atomically)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise os_error(self.folder, "write", e, "the dataset folder") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -131,6 +147,18 @@ class AnnotationStore:
                 os.close(fd)
 
     # -- writing ---------------------------------------------------------------------------------
+
+    def check_writable(self, annotator: str) -> None:
+        """Raise InputFileError now if `annotator`'s labels could not be appended (a read-only folder, a
+        folder named like the file), so a reviewer does not type a label that cannot be saved."""
+        path = self.path_for(annotator)
+        with self.lock():  # creates the dataset folder and its lock file: proves the folder is writable
+            if not os.path.lexists(path):
+                return
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            except OSError as e:
+                raise os_error(path, "write", e) from None
 
     def append(self, record: AnnotationRecord | Mapping[str, Any]) -> str:
         """Append one label (fsynced before returning) and return its record_id.
@@ -179,6 +207,8 @@ class AnnotationStore:
     def read(self, annotator: str | None = None) -> AnnotationSet:
         """Parse every file (or one annotator's): valid records, effective labels, and file problems."""
         out = AnnotationSet()
+        if annotator is None:
+            out.problems += self.layout_problems()
         paths = [self.path_for(annotator)] if annotator else self.files()
         for path in paths:
             recs, problems = _read_annotator_file(path)
@@ -204,6 +234,8 @@ class AnnotationStore:
         ]
 
     def adjudications(self) -> tuple[list[Located[AdjudicationRecord]], list[Problem]]:
+        if not self.folder.is_dir():
+            return [], []  # layout_problems names a dataset "folder" that is a file
         recs, problems, _, _ = read_file(self.adjudications_path, AdjudicationRecord)
         return recs, problems
 
@@ -214,7 +246,7 @@ class AnnotationStore:
 
     def checked(self, lab: Lab | None = None, taxonomy: Any = None) -> AnnotationSet:
         """Like `read`, but records failing the lab/taxonomy checks are dropped and reported."""
-        out = AnnotationSet()
+        out = AnnotationSet(problems=self.layout_problems())
         for path in self.files():
             recs, problems = _read_annotator_file(path)
             bad, semantic = check_against(recs, lab, taxonomy)
