@@ -149,8 +149,10 @@ class CodexRolloutAdapter(Adapter):
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
         # the first line with a type (or an early header) decides: damaged lines before it are skipped
         for first in json_objects(head_bytes):
-            if first.get("type") in _ROLLOUT_TYPES and isinstance(first.get("payload"), dict):
-                return True
+            if isinstance(first.get("type"), str) and first["type"] in _ROLLOUT_TYPES:
+                if isinstance(first.get("payload"), dict):
+                    return True
+                continue  # a rollout line that lost its payload: the next line decides
             # Early 2025 rollouts: a bare session header line, then bare response items.
             if "id" in first and "instructions" in first:
                 return path.name.startswith("rollout-")
