@@ -20,8 +20,9 @@ import openai
 import orjson
 
 from ..errors import TrajlabError
+from ..redact import redact
 from ._cache import ResponseCache, cache_key
-from ._settings import LLMSettings
+from ._settings import LOCAL_PLACEHOLDER_KEY, LLMSettings
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -215,31 +216,31 @@ class LLMClient:
                     attempts -= 1
                     continue
                 self._failed()
-                raise LLMRequestError(f"request rejected (HTTP 400): {_short(e)}", 400, attempts) from e
+                raise LLMRequestError(f"request rejected (HTTP 400): {self._short(e)}", 400, attempts) from e
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
                 self._failed()
                 raise LLMRequestError(
-                    f"request refused (HTTP {e.status_code}): {_short(e)}", e.status_code, attempts
+                    f"request refused (HTTP {e.status_code}): {self._short(e)}", e.status_code, attempts
                 ) from e
             except openai.APIStatusError as e:
                 status = e.status_code
                 if status not in RETRY_STATUS:
                     self._failed()
-                    raise LLMRequestError(f"HTTP {status}: {_short(e)}", status, attempts) from e
+                    raise LLMRequestError(f"HTTP {status}: {self._short(e)}", status, attempts) from e
                 err, last = e, f"HTTP {status}"
             except openai.APITimeoutError as e:
                 err, last, status = e, f"timed out after {s.timeout_s:g}s", None
             except openai.APIConnectionError as e:
-                err, last, status = e, f"connection error: {_short(e)}", None
+                err, last, status = e, f"connection error: {self._short(e)}", None
             except (openai.APIResponseValidationError, ValueError) as e:
-                err, last, status = e, f"malformed response: {_short(e)}", None
+                err, last, status = e, f"malformed response: {self._short(e)}", None
             else:
                 try:
                     resp = orjson.loads(text)
                     choice = resp["choices"][0]
                     content = choice["message"].get("content") or ""
                 except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as e:
-                    err, last = e, f"malformed response: {_short(e, 120)}"
+                    err, last = e, f"malformed response: {self._short(e, 120)}"
                 else:
                     usage = resp.get("usage") or {}
                     comp = Completion(
@@ -263,11 +264,16 @@ class LLMClient:
                 self.stats.retries += 1
             self._sleep(self._backoff(attempts, err))
 
+    def _short(self, e: Exception, n: int = 300) -> str:
+        """An error's text for a status reason (stored in the lab and printed): the API key, and any
+        other secret a server echoed back (some quote the key they rejected), redacted first."""
+        text = " ".join(str(e).split())
+        key = getattr(self._client, "api_key", None)
+        if isinstance(key, str) and len(key) >= 8 and key != LOCAL_PLACEHOLDER_KEY:
+            text = text.replace(key, "[REDACTED:api_key]")
+        text = redact(text)
+        return text if len(text) <= n else text[: n - 1] + "…"
+
     def _failed(self) -> None:
         with self._lock:
             self.stats.failures += 1
-
-
-def _short(e: Exception, n: int = 300) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= n else text[: n - 1] + "…"

@@ -95,6 +95,11 @@ class JudgeRunReport:
             f"{self.seconds:.1f}s" + (" -- INTERRUPTED, rerun to resume" if self.interrupted else "")
         )
         lines.append("status: " + (", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items())) or "-"))
+        if not self.selected:
+            lines.append(
+                "nothing to judge: no trajectory matched the selection (the default, --only failed, takes "
+                "runs whose outcome is failure); use --only all or --only ID,ID"
+            )
         if self.judge == "llm":
             lines.append(
                 f"requests: {self.requests} sent ({self.retries} retries), {self.cache_hits} from cache; "
@@ -329,7 +334,8 @@ def _reason_key(reason: str) -> str:
     """Group similar reasons in the report (numbers and step ids vary)."""
     import re
 
-    return re.sub(r"#?\d[\d,]*", "N", reason)[:120]
+    # HTTP status codes stay: "HTTP 404" and "HTTP 401" are different problems.
+    return re.sub(r"(?<!HTTP )(?<!Error code: )(?<![\d,])#?\d[\d,]*", "N", reason)[:120]
 
 
 def _plan(

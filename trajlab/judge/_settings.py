@@ -71,6 +71,10 @@ class LLMSettings:
             v = os.environ.get(n or "")
             if v:
                 return v
+        if self.api_key_env:  # named on purpose: sending no key instead would fail later, obscurely
+            raise ConfigError(
+                f"the API key variable {self.api_key_env} (--api-key-env / api_key_env) is not set or empty"
+            )
         if self.base_url:  # local servers (llama.cpp, vLLM, Ollama) usually need no key
             return LOCAL_PLACEHOLDER_KEY
         raise ConfigError(
