@@ -96,6 +96,29 @@ class AgreementReport:
             out[f"confusion {judge}"] = pa.Table.from_pylist(rows)
         return out
 
+    def _undefined_notes(self) -> list[str]:
+        """Why a kappa shown as n/a is undefined (so an n/a is never mistaken for missing data)."""
+        notes = []
+        for p in self.pairs:
+            if p.kappa is not None:
+                continue
+            if p.n_items == 0:
+                why = "no trajectory has a category from both (only unsure or decisive steps)"
+            else:
+                why = (
+                    f"both gave the same single category to all {p.n_items} shared trajectories, so chance "
+                    "agreement is 1 and kappa is undefined (observed agreement is still shown)"
+                )
+            notes.append(f"kappa n/a for {p.rater_a} vs {p.rater_b}: {why}")
+        if self.fleiss_kappa is None:
+            why = (
+                "no trajectory has labels from two or more human reviewers"
+                if not self.n_multi_rated
+                else "every human label is the same category, so chance agreement is 1"
+            )
+            notes.append(f"Fleiss' kappa and Krippendorff's alpha n/a: {why}")
+        return ["", *notes] if notes else []
+
     def to_table(self) -> str:
         """A plain-text report: one section per table."""
         from ..tabular import render
@@ -122,7 +145,10 @@ class AgreementReport:
             title = name if not name.startswith("confusion") else f"{name} (rows: gold, columns: judge)"
             if name == "decisive":
                 title = f"decisive step agreement (within +-{self.k})"
-            lines += ["", f"== {title}", render(t, max_width=40)]
+            # An undefined statistic is shown as n/a, never as an empty cell (or nan).
+            rows = [{c: "n/a" if v is None else v for c, v in row.items()} for row in t.to_pylist()]
+            lines += ["", f"== {title}", render(rows, max_width=40)]
+        lines += self._undefined_notes()
         for judge, c in self.confusion.items():
             lines.append(
                 f"{judge} vs gold: accuracy {f(c['accuracy'])} over {c['n']} trajectories "
