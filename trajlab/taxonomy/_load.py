@@ -197,6 +197,8 @@ def find_taxonomy(ref: str | os.PathLike[str]) -> Path:
     p = Path(ref).expanduser()
     if p.is_file():
         return p
+    if p.is_dir():
+        raise ConfigError(f"taxonomy file {ref} is a folder, not a YAML file")
     if p.suffix in SUFFIXES or os.sep in str(ref):
         raise ConfigError(f"taxonomy file {ref} does not exist")
     tried = []
