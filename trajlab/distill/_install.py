@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ConfigError, InputFileError
+from ..fsutil import atomic_write_text
 from ._skill import Skill, content_hash, content_hash_of, load_skill
 from ._spec import check_name, split_frontmatter, validate_skill
 
@@ -79,8 +80,14 @@ def new_skill_dir(name: str, parent: str | Path = "skills", author: str | None =
 def rehash(skill_dir: str | Path) -> str:
     """Recompute metadata.content-hash after a hand edit (the version is left as it is)."""
     d = Path(skill_dir)
-    text = (d / "SKILL.md").read_text(encoding="utf-8")
-    fm, _ = split_frontmatter(text, str(d / "SKILL.md"))
+    f = d / "SKILL.md"
+    if not f.is_file():
+        raise InputFileError(str(f), "no such file (rehash takes a skill folder)")
+    try:
+        text = f.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputFileError(str(f), f"not UTF-8 ({e.reason} at byte {e.start})") from None
+    fm, _ = split_frontmatter(text, str(f))
     h = content_hash(d)
     meta = fm.get("metadata") if isinstance(fm.get("metadata"), dict) else None
     if meta is None or "content-hash" not in meta:
@@ -91,7 +98,7 @@ def rehash(skill_dir: str | Path) -> str:
         if line.strip().startswith("content-hash:") and old in line:
             lines[i] = line.replace(old, h)
             break
-    (d / "SKILL.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(f, "\n".join(lines))
     return h
 
 
@@ -132,29 +139,68 @@ def install(
     proj = Path(project).absolute() if project else None
     if target == "prompt":
         dest = Path(output) if output else (proj or Path.cwd()) / f"{skill.name}.prompt.md"
-        if dest.exists() and not force and dest.read_text(encoding="utf-8") != render_prompt(skill):
+        if dest.is_dir():
+            raise ConfigError(f"{dest} is a folder; the prompt target writes a file (give --output FILE)")
+        if dest.exists() and not force and dest.read_bytes() != render_prompt(skill).encode("utf-8"):
             raise ConfigError(f"{dest} exists and differs; use --force to replace it")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(render_prompt(skill), encoding="utf-8")
+        try:
+            atomic_write_text(dest, render_prompt(skill))
+        except OSError as e:
+            raise ConfigError(f"cannot write {dest}: {e.strerror or e}") from None
         return dest
     dest = _target_dir(target, skill.name, proj, legacy)
-    if dest.exists():
-        same = (dest / "SKILL.md").exists() and content_hash(dest) == content_hash(src)
+    if dest.exists() or dest.is_symlink():
+        same = dest.is_dir() and (dest / "SKILL.md").is_file() and _same_content(dest, src)
         if same:
             return dest
         if not force:
-            raise ConfigError(f"{dest} exists and differs; use --force to replace it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+            kind = "folder" if dest.is_dir() else "file"
+            raise ConfigError(f"{dest} exists (a {kind}) and differs; use --force to replace it")
+    for anc in [dest.parent, *dest.parent.parents]:
+        if anc.exists():
+            if not anc.is_dir():
+                raise ConfigError(f"cannot install into {dest.parent}: {anc} is a file, not a folder")
+            break
     tmp = dest.with_name(f".{dest.name}.tmp-{uuid.uuid4().hex[:8]}")
-    shutil.copytree(src, tmp, symlinks=False)
-    for p in tmp.rglob("*"):  # copies are writable even when the source is a read-only snapshot
-        p.chmod(p.stat().st_mode | 0o200)
-    tmp.chmod(tmp.stat().st_mode | 0o200)
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(dest, old)
-        os.replace(tmp, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, tmp, symlinks=False)
+        for p in tmp.rglob("*"):  # copies are writable even when the source is a read-only snapshot
+            p.chmod(p.stat().st_mode | 0o200)
+        tmp.chmod(tmp.stat().st_mode | 0o200)
+        if dest.exists() or dest.is_symlink():
+            old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+            os.replace(dest, old)
+            os.replace(tmp, dest)
+            _remove(old)
+        else:
+            os.replace(tmp, dest)
+    except (OSError, shutil.Error) as e:
+        _remove(tmp)
+        raise ConfigError(f"cannot install into {dest.parent}: {_why(e)}") from None
     return dest
+
+
+def _same_content(dest: Path, src: Path) -> bool:
+    try:
+        return content_hash(dest) == content_hash(src)
+    except (InputFileError, OSError, UnicodeDecodeError):
+        return False  # a damaged installed copy is different
+
+
+def _remove(p: Path) -> None:
+    """Remove a file, link or folder tree if it is there (a failed install leaves nothing behind)."""
+    if p.is_symlink() or p.is_file():
+        p.unlink(missing_ok=True)
+    elif p.is_dir():
+        for q in [p, *p.rglob("*")]:  # a read-only copy of a snapshot
+            if q.is_dir() and not q.is_symlink():
+                q.chmod(q.stat().st_mode | 0o700)
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _why(e: OSError | shutil.Error) -> str:
+    if isinstance(e, shutil.Error):
+        first = e.args[0][0] if e.args and e.args[0] else None
+        return f"{first[0]}: {first[2]}" if first else str(e)
+    return f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)

@@ -10,6 +10,7 @@ a SKILL.md longer than that is cut when injected).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,16 @@ class SkillReport:
 
 def split_frontmatter(text: str, path: str = SKILL_FILE) -> tuple[dict[str, Any], str]:
     """(frontmatter mapping, body) of a SKILL.md; raises InputFileError naming the line."""
+    if not text.strip():
+        raise InputFileError(
+            path, "the file is empty (it needs `---` YAML frontmatter, then instructions)", 1
+        )
+    if text.startswith("\ufeff"):
+        raise InputFileError(
+            path,
+            "starts with a UTF-8 byte-order mark (BOM); save it without one so `---` is the first line",
+            1,
+        )
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
         raise InputFileError(path, "missing YAML frontmatter: the first line must be `---`", 1)
@@ -112,11 +123,15 @@ def validate_skill(skill_dir: str | Path) -> SkillReport:
     d = Path(skill_dir)
     rep = SkillReport(d)
     f = d / SKILL_FILE
+    if f.is_dir():
+        rep.add("error", "missing-skill-md", f"{f} is a folder; {SKILL_FILE} must be a file")
+        return rep
     if not f.is_file():
         rep.add("error", "missing-skill-md", f"no {SKILL_FILE} in {d}")
         return rep
     if f.is_symlink():
         rep.add("warning", "symlink", f"{SKILL_FILE} is a symlink; installers copy the target")
+    _check_symlinks(d, rep)
     raw = f.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -230,6 +245,35 @@ def validate_skill(skill_dir: str | Path) -> SkillReport:
     _check_links(d, body, rep)
     _check_hash(d, fm, text, rep)
     return rep
+
+
+def _check_symlinks(d: Path, rep: SkillReport) -> None:
+    """Symlinks are copied as their targets by installers: a target outside the skill folder would
+    copy a file from elsewhere (a key, a config) into the agent's skills; a linked folder can loop."""
+    root = d.resolve()
+    for dirpath, dirnames, filenames in os.walk(d):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            if not p.is_symlink():
+                continue
+            rel = p.relative_to(d).as_posix()
+            try:
+                target = p.resolve()
+            except (OSError, RuntimeError):  # a symlink loop
+                rep.add("error", "symlink-dangling", f"{rel} is a symlink loop ({os.readlink(p)})")
+                continue
+            if not target.exists():
+                rep.add(
+                    "error", "symlink-dangling", f"{rel} is a symlink to a missing file ({os.readlink(p)})"
+                )
+            elif not target.is_relative_to(root):
+                rep.add(
+                    "error",
+                    "symlink-outside",
+                    f"{rel} is a symlink to {target}, outside the skill folder (installers would copy it)",
+                )
+            elif target.is_dir():
+                rep.add("error", "symlink-dir", f"{rel} is a symlink to a folder; use a real folder")
 
 
 _LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
