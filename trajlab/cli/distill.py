@@ -75,14 +75,29 @@ def _llm_options(f):
     show_default=True,
     help="Trajectory column that splits skills (`none` for one skill).",
 )
-@click.option("--min-support", default=4, show_default=True, help="Runs that must show a feature.")
-@click.option("--min-lift", default=1.2, show_default=True)
-@click.option("--max-p", default=0.05, show_default=True, help="Largest one-sided Fisher p-value kept.")
-@click.option("--max-items", default=12, show_default=True, help="Rules per skill.")
+@click.option(
+    "--min-support",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Runs that must show a feature.",
+)
+@click.option("--min-lift", default=1.2, show_default=True, type=click.FloatRange(min=0))
+@click.option(
+    "--max-p",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Largest one-sided Fisher p-value kept.",
+)
+@click.option(
+    "--max-items", default=12, show_default=True, type=click.IntRange(min=1), help="Rules per skill."
+)
 @click.option(
     "--budget-bytes",
     default=8000,
     show_default=True,
+    type=click.IntRange(min=1),
     help="Size budget of SKILL.md (Codex injects at most 8000 bytes).",
 )
 @click.option("--condition", "conditions", multiple=True, help="Only runs of this condition (repeatable).")
@@ -196,7 +211,13 @@ def distill_cmd(
     default=None,
     help="Optional command per task ({task} {out_dir}): exit 0 = correct, 1 = wrong.",
 )
-@click.option("--rounds", default=3, show_default=True, help="Edit rounds after the baseline round.")
+@click.option(
+    "--rounds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Edit rounds after the baseline round.",
+)
 @click.option(
     "--work",
     required=True,
@@ -211,8 +232,15 @@ def distill_cmd(
     help="Starting skill folder (default: an empty skill).",
 )
 @click.option("--name", default="calibrated", show_default=True, help="Skill name when starting empty.")
-@click.option("--max-ops", default=2, show_default=True, help="Edits per round.")
-@click.option("--timeout", "timeout_s", default=1800.0, show_default=True, help="Seconds per runner call.")
+@click.option("--max-ops", default=2, show_default=True, type=click.IntRange(min=1), help="Edits per round.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=1800.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per runner call.",
+)
 @_llm_options
 @click.option("--quiet", "-q", is_flag=True)
 def iterate_cmd(

@@ -168,6 +168,23 @@ def build_skill(
     return sk, rejected, info, modes
 
 
+GROUPABLE = ("domain", "condition", "category", "task_id", "split")
+"""Run columns `--group-by` can split skills by."""
+
+
+def check_out_dir(out: Path, option: str) -> None:
+    """An output folder must be a folder (or not exist yet, under a folder)."""
+    for anc in [out, *out.parents]:
+        if anc.exists():
+            if not anc.is_dir():
+                raise ConfigError(f"{option} {out}: {anc} is a file, not a folder")
+            return
+
+
+def os_reason(e: OSError) -> str:
+    return f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+
+
 def distill(
     out: str | Path,
     lab: str | Path | None = None,
@@ -192,6 +209,11 @@ def distill(
     logs = [Path(p) for p in logs or []]
     if lab is None and not logs:
         raise ConfigError("give runs to distil from (--logs DIR) or a lab (--lab LAB)")
+    check_out_dir(out, "--out")
+    if params.group_by and params.group_by not in GROUPABLE:
+        raise ConfigError(
+            f"--group-by {params.group_by!r} is not a run column; use one of {', '.join(GROUPABLE)} or none"
+        )
     lab_path = Path(lab).absolute() if lab is not None else out / LAB_DIRNAME
     if logs:
         from ..ingest import ingest
@@ -261,9 +283,12 @@ def distill(
             oc.refused = str(ContaminationError(name, hits))
             outcomes.append(oc)
             continue
-        v: Version = store.commit(
-            sk, reason=f"distilled from {lab_path} (generation {corpus.lab_generation})"
-        )
+        try:
+            v: Version = store.commit(
+                sk, reason=f"distilled from {lab_path} (generation {corpus.lab_generation})"
+            )
+        except OSError as e:
+            raise ConfigError(f"cannot write skill {name} into {out}: {os_reason(e)}") from None
         oc.path, oc.version, oc.created = store.live(name), v.version, v.created
         outcomes.append(oc)
         if echo:

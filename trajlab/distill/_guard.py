@@ -132,7 +132,11 @@ def read_eval_tasks(path: str | Path) -> list[tuple[str | None, str | None, str 
     if not p.is_file():
         raise InputFileError(str(p), "no such file")
     out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputFileError(str(p), f"not UTF-8 ({e.reason} at byte {e.start})") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -29,8 +29,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputFileError
 from ..store import Lab
+from ._distill import check_out_dir
 from ._features import load_corpus
 from ._guard import EvalIndex
 from ._llm import ChatClient, LLMError, excerpt
@@ -47,6 +48,7 @@ from ._rounds import (
     empty_skill,
 )
 from ._skill import Budget, Skill, load_skill
+from ._spec import check_name, validate_skill
 from ._versions import SkillStore
 from ._writer import editor_prompt_hash, llm_edit_ops
 
@@ -94,7 +96,18 @@ class Iteration:
         self.store = SkillStore(self.work / "skills")
         self.lab_path = self.work / "lab"
         self.start = Path(start) if start else None
+        if self.start is not None:
+            rep = validate_skill(self.start)
+            if not rep.ok:
+                raise InputFileError(
+                    str(self.start), "not a valid starting skill: " + "; ".join(i.message for i in rep.errors)
+                )
         self.name = load_skill(self.start).name if self.start else name
+        why = check_name(self.name)
+        if why:
+            where = f"{self.start / 'SKILL.md'}: " if self.start else "--name: "
+            raise ConfigError(where + why)
+        check_out_dir(self.work, "--work")
         self.state = self._load_state()
 
     # -- state -------------------------------------------------------------------------------------
@@ -114,7 +127,14 @@ class Iteration:
         f = self.work / STATE
         cfg = self._config()
         if f.exists():
-            st = json.loads(f.read_text(encoding="utf-8"))
+            try:
+                st = json.loads(f.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise InputFileError(
+                    str(f), f"damaged iteration state ({e}); use a new --work folder to start over"
+                ) from None
+            if not isinstance(st, dict) or not isinstance(st.get("rounds"), list):
+                raise InputFileError(str(f), "not an iteration state; use a new --work folder to start over")
             if st.get("config") != cfg:
                 raise ConfigError(
                     f"{self.work} holds an iteration with other settings; use a new --work folder to start over"

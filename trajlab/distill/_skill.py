@@ -220,7 +220,7 @@ def load_skill(d: str | Path) -> Skill:
     f = d / SKILL_FILE
     if not f.is_file():
         raise InputFileError(str(f), "no SKILL.md here")
-    fm, body = split_frontmatter(f.read_text(encoding="utf-8"), str(f))
+    fm, body = split_frontmatter(read_skill_md(f), str(f))
     title, intro, sections = parse_body(body)
     refs: dict[str, str] = {}
     bins: dict[str, bytes] = {}
@@ -257,9 +257,9 @@ def load_skill(d: str | Path) -> Skill:
     return sk
 
 
-def content_hash_text(skill_md: str, references: dict[str, str]) -> str:
+def content_hash_text(skill_md: str, references: dict[str, str], path: str = SKILL_FILE) -> str:
     """SHA-256 over SKILL.md (frontmatter less metadata version and content-hash) and the reference files."""
-    fm, body = split_frontmatter(skill_md)
+    fm, body = split_frontmatter(skill_md, path)
     meta = dict(fm.get("metadata") or {}) if isinstance(fm.get("metadata"), dict) else fm.get("metadata")
     if isinstance(meta, dict):
         for k in HASH_EXCLUDED_META:
@@ -309,7 +309,16 @@ def content_hash(d: Path) -> str:
                 refs[p.relative_to(d).as_posix()] = data.decode("utf-8")
             except UnicodeDecodeError:
                 refs[p.relative_to(d).as_posix()] = "sha256:" + hashlib.sha256(data).hexdigest()
-    return content_hash_text((d / SKILL_FILE).read_text(encoding="utf-8"), refs)
+    f = d / SKILL_FILE
+    return content_hash_text(read_skill_md(f), refs, str(f))
+
+
+def read_skill_md(f: Path) -> str:
+    """The text of a SKILL.md; InputFileError when it is not UTF-8."""
+    try:
+        return f.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputFileError(str(f), f"not UTF-8 ({e.reason} at byte {e.start})") from None
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,14 @@ def _freeze(d: Path) -> None:
     d.chmod(d.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+def remove_tree(p: Path) -> None:
+    """Remove a file, a symlink (not its target) or a folder tree, if there."""
+    if p.is_symlink() or p.is_file():
+        p.unlink(missing_ok=True)
+    elif p.is_dir():
+        shutil.rmtree(p, ignore_errors=True)
+
+
 class SkillStore:
     """A folder of skills with their version history."""
 
@@ -181,6 +189,22 @@ class SkillStore:
         if final.exists():
             raise LabError(f"{final}: snapshot exists already; versions are immutable")
         tmp = h / f".tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            return self._write_snapshot(sk, tmp, final, parent, number, reason, ops)
+        except BaseException:
+            remove_tree(tmp)  # an interrupted or failed snapshot leaves no half-written folder
+            raise
+
+    def _write_snapshot(
+        self,
+        sk: Skill,
+        tmp: Path,
+        final: Path,
+        parent: Version | None,
+        number: int,
+        reason: str,
+        ops: list[dict[str, Any]],
+    ) -> Version:
         sk.write(tmp / "skill")
         diff = diff_dirs(
             parent.path if parent else None,
@@ -208,14 +232,18 @@ class SkillStore:
 
     def _publish(self, skill: Skill, live_dir: Path) -> None:
         tmp = live_dir.with_name(f".{live_dir.name}.tmp-{uuid.uuid4().hex[:8]}")
-        skill.write(tmp)
+        try:
+            skill.write(tmp)
+        except BaseException:
+            remove_tree(tmp)
+            raise
         old = None
-        if live_dir.exists():
+        if live_dir.exists() or live_dir.is_symlink():
             old = live_dir.with_name(f".{live_dir.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(live_dir, old)
         os.replace(tmp, live_dir)
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            remove_tree(old)
 
     def publish_version(self, name: str, version: int) -> None:
         """Make an existing version the live skill (used by `iterate` to install the chosen one)."""
