@@ -157,6 +157,40 @@ def test_adapter_failure_quarantines_the_unit(
     assert rep.invariant_holds and invariant(lab)["q"] == 1
 
 
+def test_records_that_make_no_trajectory_are_kept_not_lost(
+    tmp_path: Path, good: bytes, monkeypatch: pytest.MonkeyPatch, invariant
+) -> None:
+    """An adapter that reads a unit's records and yields nothing (and quarantines nothing) used to leave
+    the records counted as ingested with nothing in the lab, and the worker raised IndexError."""
+    from trajlab.formats import get_adapter
+
+    adapter = get_adapter("codex-rollout")
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rollout-a.jsonl").write_bytes(good)
+    (d / "rollout-b.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-3333"))
+    original = type(adapter).parse
+
+    def silent(self, unit, ctx):  # type: ignore[no-untyped-def]
+        out = list(original(self, unit, ctx))
+        return [] if unit.primary.name == "rollout-b.jsonl" else out
+
+    monkeypatch.setattr(type(adapter), "parse", silent)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    q = quarantine(lab)
+    assert list(q) == ["rollout-b.jsonl"]
+    assert q["rollout-b.jsonl"]["error_type"] == "schema"
+    assert "found no trajectory" in q["rollout-b.jsonl"]["reason"]
+    assert q["rollout-b.jsonl"]["raw"] == (d / "rollout-b.jsonl").read_bytes()
+    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
+    src = query(
+        lab, "select status, error from sources where source_path like '%rollout-b.jsonl'"
+    ).to_pylist()
+    assert src == [{"status": "quarantined", "error": q["rollout-b.jsonl"]["reason"]}]
+    assert rep.invariant_holds and invariant(lab)["q"] == 1
+
+
 BIG = 100 * 1024 * 1024
 
 

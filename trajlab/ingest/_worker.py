@@ -259,6 +259,18 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
             "empty" if empty else "schema",
             _read_small(unit.primary),
         )
+    if not op.tids and not ctx.quarantined:
+        # records were read (and counted as ingested) but the adapter made no trajectory of them and
+        # said nothing: keep the unit as one quarantined record rather than lose it silently
+        n = ctx.records_ingested
+        ctx.records_seen -= n
+        ctx.records_ingested = 0
+        ctx.quarantine(
+            unit.primary,
+            f"{unit.primary.name}: {unit.adapter} read {n} records but found no trajectory in them",
+            "schema",
+            _read_small(unit.primary),
+        )
     if ctx.quarantined:
         writers.add_rows(
             "quarantine",
@@ -298,7 +310,8 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
         "trajectory_ids": tids,
         "n_steps": res.steps,
         "n_tool_calls": res.tool_calls,
-        "error": op.error or (ctx.quarantined[0].reason if status == "quarantined" else None),
+        "error": op.error
+        or (ctx.quarantined[0].reason if status == "quarantined" and ctx.quarantined else None),
         "ingested_at": now,
     }
     return res
