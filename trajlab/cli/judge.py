@@ -9,6 +9,7 @@ import click
 
 from .. import tabular
 from ..judge import (
+    JudgeInterrupted,
     LLMJudge,
     LLMSettings,
     evaluate,
@@ -157,16 +158,20 @@ def run_cmd(
     else:
         if no_redact:
             click.echo("warning: secret redaction is off; trajectory text is sent as is", err=True)
-        report = judge_lab(
-            the_lab,
-            tax,
-            settings,
-            _selection(only),
-            dry_run=dry_run,
-            force=force,
-            use_cache=not no_cache,
-            progress=progress,
-        )
+        try:
+            report = judge_lab(
+                the_lab,
+                tax,
+                settings,
+                _selection(only),
+                dry_run=dry_run,
+                force=force,
+                use_cache=not no_cache,
+                progress=progress,
+            )
+        except JudgeInterrupted as e:  # Ctrl-C: say what was kept, not just "Aborted!"
+            click.echo(e.report.format())
+            raise SystemExit(130) from None
     click.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else report.format())
 
 

@@ -22,7 +22,14 @@ from ._llm import LLMJudge, Outcome
 from ._prompt import PROMPT_VERSION, answer_schema, prompt_hash, system_prompt, user_message
 from ._render import Rendering, RenderOptions, render_trajectory
 from ._rules import CAPABILITIES, RULES_VERSION, Hit, RulesVerdict, decide, detect
-from ._run import JudgeRunReport, judge_lab, rules_judge, rules_prompt_hash, select_trajectories
+from ._run import (
+    JudgeInterrupted,
+    JudgeRunReport,
+    judge_lab,
+    rules_judge,
+    rules_prompt_hash,
+    select_trajectories,
+)
 from ._settings import LLMSettings
 from ._tokens import estimate_tokens
 from ._view import TrajectoryView, iter_views, load_view, view_from_rows
@@ -36,6 +43,7 @@ __all__ = [
     "ClientStats",
     "Completion",
     "Hit",
+    "JudgeInterrupted",
     "JudgeRunReport",
     "LLMClient",
     "LLMJudge",

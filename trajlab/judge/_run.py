@@ -97,8 +97,9 @@ class JudgeRunReport:
         lines.append("status: " + (", ".join(f"{k}={v}" for k, v in sorted(self.statuses.items())) or "-"))
         if not self.selected:
             lines.append(
-                "nothing to judge: no trajectory matched the selection (the default, --only failed, takes "
-                "runs whose outcome is failure); use --only all or --only ID,ID"
+                "nothing to judge: no trajectory matched the selection (--only failed, the default, takes "
+                "runs whose outcome is failure; --only all adds runs not graded a success; --only ID,ID "
+                "picks runs)"
             )
         if self.judge == "llm":
             lines.append(
@@ -146,6 +147,14 @@ def _existing_labels(lab: Lab, label_ids: Iterable[str]) -> dict[str, str]:
     wanted = list(label_ids)
     t = lab.read("judge_labels", ["label_id", "status"], pc.field("label_id").isin(wanted))
     return dict(zip(t.column("label_id").to_pylist(), t.column("status").to_pylist()))
+
+
+class JudgeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a judge run, carrying the run's report (labels finished before it are committed)."""
+
+    def __init__(self, report: JudgeRunReport):
+        super().__init__("judge run interrupted")
+        self.report = report
 
 
 class _Writer:
@@ -315,7 +324,7 @@ def judge_lab(
         for f in pending:
             f.cancel()
         collect([f for f in pending if f.done() and not f.cancelled()], notify=False)  # keep finished work
-        raise
+        raise JudgeInterrupted(report) from None
     finally:
         pool.shutdown(wait=not report.interrupted, cancel_futures=True)
         writer.flush()
@@ -334,8 +343,9 @@ def _reason_key(reason: str) -> str:
     """Group similar reasons in the report (numbers and step ids vary)."""
     import re
 
-    # HTTP status codes stay: "HTTP 404" and "HTTP 401" are different problems.
-    return re.sub(r"(?<!HTTP )(?<!Error code: )(?<![\d,])#?\d[\d,]*", "N", reason)[:120]
+    # Step numbers (#12) and counts vary; HTTP status codes ("HTTP 404" is not "HTTP 401") and digits
+    # inside names (a model called judge-9, a key) stay.
+    return re.sub(r"#\d[\d,]*|(?<!HTTP )(?<!Error code: )(?<![\w.,-])\d[\d,]*", "N", reason)[:120]
 
 
 def _plan(
