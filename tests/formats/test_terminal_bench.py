@@ -98,6 +98,9 @@ def test_run_level_results_without_trials(parsed):
     _, units = parsed
     _, ctx, rows = units["2025-04-02__lonely/results.json"]
     assert (ctx.records_seen, ctx.records_quarantined) == (3, 2)
+    # the quarantined element is kept as the JSON it was (a string with its quotes, not bare text)
+    bad = next(q for q in ctx.quarantined if q.reason.startswith("results[1]"))
+    assert bad.raw == b'"garbage"'
     [(t, steps)] = rows
     assert (t["harness"], t["outcome"], t.get("input_tokens")) == ("claude-code", "success", None)
     assert [s["kind"] for s in steps] == ["user"]

@@ -8,16 +8,21 @@ of a record that turned out malformed so it can be quarantined whole.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ._base import CallLinker, json_str
+from ._base import CallLinker
 
 BAD_SHAPE = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 
 def raw_of_obj(obj: Any) -> bytes:
-    """Bytes of a parsed JSON value, for a quarantine record."""
-    return (json_str(obj) or "").encode("utf-8", "surrogatepass")
+    """JSON bytes of a parsed JSON value, for a quarantine record: a string keeps its quotes, null is
+    `null` and an overflowing number (`1e999`) is `Infinity`, not null as orjson would write it. The
+    stdlib encoder: quarantine is the rare path."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def as_dict(v: Any) -> dict[str, Any]:

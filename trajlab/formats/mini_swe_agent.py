@@ -17,7 +17,6 @@ instance (see `swe_agent.resolution`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,10 +86,9 @@ class MiniSweAgentAdapter(Adapter):
             messages = doc["messages"]
             fmt = as_str(doc.get("trajectory_format")) or "mini-swe-agent-1"
         else:
-            # a document that is only a string or number is kept as JSON (raw_of_obj would drop the
-            # quotes of a string and write an infinite number as null)
-            raw = raw_of_obj(doc) if isinstance(doc, dict) else json.dumps(doc, ensure_ascii=False).encode()
-            ctx.quarantine(unit.primary, "not a mini-swe-agent trajectory (no messages list)", "schema", raw)
+            ctx.quarantine(
+                unit.primary, "not a mini-swe-agent trajectory (no messages list)", "schema", raw_of_obj(doc)
+            )
             return
         st = _Conv()
         for rec in json_records(unit.primary, ctx, messages):
