@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from ..normalize import parse_shell, program_name
+from ..redact import redact
 from ..store import Lab
 
 EXCLUDED_SPLITS = frozenset({"eval", "heldout", "held-out", "holdout", "test"})
@@ -141,11 +142,13 @@ def run_features(steps: list[dict[str, Any]]) -> dict[str, Example]:
 
     def add(name: str, row: dict[str, Any]) -> None:
         if name not in feats:
+            # Examples end up in references/ (rules.md, provenance.json), the LLM prompt and the
+            # iterate editor: secrets are redacted here, once, before any of them sees the text.
             feats[name] = Example(
                 tid,
                 int(row["step_index"]),
-                (row.get("command") or row.get("arguments") or "")[:EXCERPT_CHARS],
-                (row.get("output") or "")[:EXCERPT_CHARS],
+                redact(row.get("command") or row.get("arguments") or "")[:EXCERPT_CHARS],
+                redact(row.get("output") or "")[:EXCERPT_CHARS],
             )
 
     first: dict[str, int] = {}

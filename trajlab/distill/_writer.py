@@ -9,6 +9,7 @@ answer falls back to the deterministic template.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from ._llm import ChatClient, LLMError, excerpt, parse_json_answer, prompt_hash
@@ -89,6 +90,36 @@ def _clean(text: str) -> str:
     return t.replace("<", "").replace(">", "")
 
 
+_URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s`'\")>]+", re.I)
+_CODE_RE = re.compile(r"`([^`]+)`")
+_WORD_RE = re.compile(r"[\w.+-]+")
+
+
+def _evidence_text(rules: list[Rule]) -> str:
+    parts = []
+    for r in rules:
+        parts.append(r.feature)
+        parts += [generalize(e.command) for e in r.examples[:2] + r.counter_examples[:1]]
+    return "\n".join(parts)
+
+
+def unsupported(text: str, evidence: str) -> str | None:
+    """Why `text` (written by the model) says more than the mined evidence it was given, or None.
+
+    A URL, or a backticked command whose programs appear in no rule feature or example command, can
+    only come from the model or from instructions planted in the logs (trajectory text is data)."""
+    for url in _URL_RE.findall(text):
+        if url not in evidence:
+            return f"URL {url} is not in the mined evidence"
+    words = set(_WORD_RE.findall(evidence.lower()))
+    for span in _CODE_RE.findall(text):
+        for part in re.split(r"\|\||&&|[|;&]", span):
+            toks = part.strip().split()
+            if toks and toks[0].lower() not in words:
+                return f"`{span}` runs {toks[0]!r}, which no mined rule or example command uses"
+    return None
+
+
 def llm_ops(client: ChatClient, rules: list[Rule], scope: str) -> tuple[list[Op], str | None]:
     """Ops written by the LLM (one per kept rule, evidence line added by trajlab) and its description."""
     payload = {"scope": scope, "rules": [rule_evidence(r) for r in rules]}
@@ -110,12 +141,18 @@ def llm_ops(client: ChatClient, rules: list[Rule], scope: str) -> tuple[list[Op]
         seen.add(key)
         r = by_key[key]
         sec = it.get("section") if it.get("section") in SECTIONS else section_of(r)
+        if (sec == "Avoid") != (r.direction == "avoid"):
+            sec = section_of(r)  # an avoid rule is never written as a step to take, nor the reverse
+        why = unsupported(text, _evidence_text([r]))
+        if why:  # the rule stays, in trajlab's own words
+            ops.append(Op("add", section_of(r), guidance(r), rule=key, reason=f"template: model text {why}"))
+            continue
         ops.append(Op("add", sec, f"{text} {evidence_note(r)}", rule=key, reason="llm writer"))
     if not ops:
         raise LLMError("the model kept none of the mined rules")
     desc = ans.get("description") if isinstance(ans, dict) else None
     desc = _clean(desc) if isinstance(desc, str) and desc.strip() else None
-    if desc and len(desc) > 1000:
+    if desc and (len(desc) > 1000 or unsupported(desc, _evidence_text(rules))):
         desc = None
     return ops, desc
 
