@@ -667,3 +667,51 @@ def test_llm_sees_no_secret_and_injected_answers_do_not_reach_the_skill(tmp_path
     assert validate_skill(tmp_path / "out" / "distilled-general").ok
     for name, text in texts(tmp_path / "out").items():
         assert not [s for s in SECRETS if s in text], name
+
+
+def test_iterate_resumes_after_a_results_line_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed while appending a task result: the torn line is dropped, that task is graded again from its
+    finished output (the runner is not called again), and every task is recorded exactly once."""
+    from trajlab.distill import iterate
+    from trajlab.distill._iterate import Iteration
+
+    work = tmp_path / "w"
+    tasks = ["image-01", "video-01", "video-02"]
+    real = Iteration._record
+    n = {"records": 0}
+
+    def torn(f: Path, tr, done) -> None:  # the third append is cut off by a kill
+        n["records"] += 1
+        if n["records"] == 3:
+            with open(f, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"task": tr.task, "split": tr.split})[:20])
+            raise KeyboardInterrupt
+        real(f, tr, done)
+
+    monkeypatch.setattr(Iteration, "_record", staticmethod(torn))
+    with pytest.raises(KeyboardInterrupt):
+        iterate(work, tasks, CMD, rounds=0, progress=False)
+    res = work / "rounds" / "r000" / "results.jsonl"
+    calls_log = work / "rounds" / "r000" / "calls.log"
+    assert not res.read_bytes().endswith(b"\n") and len(calls_log.read_text().split()) == 3
+    monkeypatch.setattr(Iteration, "_record", staticmethod(real))
+    again = iterate(work, tasks, CMD, rounds=0, progress=False)
+    assert again.rounds[0].calibration == {"image-01": "correct", "video-01": "correct", "video-02": "wrong"}
+    recorded = [json.loads(x)["task"] for x in res.read_text().splitlines()]
+    assert sorted(recorded) == sorted(tasks)  # nothing lost, nothing twice
+    assert len(calls_log.read_text().split()) == 3  # finished outputs were not run again
+
+
+def test_iterate_damaged_results_line_is_named(tmp_path: Path) -> None:
+    cal = tmp_path / "cal.txt"
+    cal.write_text("image-01\nimage-02\n")
+    rdir = tmp_path / "w" / "rounds" / "r000"
+    rdir.mkdir(parents=True)
+    res = rdir / "results.jsonl"
+    data = '{"task": "image-01", "split": "calibration", "status": "correct"}\nnot json\n'
+    res.write_text(data)
+    text = fails(*_iterate(tmp_path, cal))
+    assert f"{res}:2: damaged task result" in text and "delete the line" in text
+    assert res.read_text() == data

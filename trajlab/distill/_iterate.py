@@ -30,6 +30,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..errors import ConfigError, InputFileError
+from ..fsutil import atomic_write_bytes
 from ..store import Lab
 from ._distill import check_out_dir
 from ._features import load_corpus
@@ -236,12 +237,7 @@ class Iteration:
             rdir.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, skills_dir)
         res_file = rdir / "results.jsonl"
-        done: dict[tuple[str, str], TaskResult] = {}
-        if res_file.exists():
-            for line in res_file.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    d = json.loads(line)
-                    done[(d["split"], d["task"])] = TaskResult(**d)
+        done = self._read_results(res_file)
         jobs = [(t, "calibration") for t in self.calibration] + [(t, "heldout") for t in self.heldout]
         todo = [(t, s) for t, s in jobs if (s, t) not in done]
         pending: list[tuple[str, str]] = []
@@ -274,6 +270,29 @@ class Iteration:
         cal = {t: done[("calibration", t)].status for t in self.calibration}
         held = {t: done[("heldout", t)].status for t in self.heldout}
         return cal, held
+
+    @staticmethod
+    def _read_results(f: Path) -> dict[tuple[str, str], TaskResult]:
+        """Results recorded so far. A last line cut off by an interruption is dropped (and cut from the
+        file, so the next append starts a fresh line): that task is graded again, never counted twice."""
+        done: dict[tuple[str, str], TaskResult] = {}
+        if not f.exists():
+            return done
+        raw = f.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            raw = raw[: raw.rfind(b"\n") + 1]
+            atomic_write_bytes(f, raw)
+        for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                tr = TaskResult(**json.loads(line))
+            except (ValueError, TypeError) as e:
+                raise InputFileError(
+                    str(f), f"damaged task result ({e}); delete the line to run that task again", n
+                ) from None
+            done[(tr.split, tr.task)] = tr
+        return done
 
     @staticmethod
     def _record(f: Path, tr: TaskResult, done: dict[tuple[str, str], TaskResult]) -> None:
