@@ -715,3 +715,25 @@ def test_iterate_damaged_results_line_is_named(tmp_path: Path) -> None:
     text = fails(*_iterate(tmp_path, cal))
     assert f"{res}:2: damaged task result" in text and "delete the line" in text
     assert res.read_text() == data
+
+
+def test_compare_bad_inputs_name_the_lab_and_option(tmp_path: Path) -> None:
+    make_lab(
+        tmp_path / "a",
+        [(traj(f"s{i}", "success", task_id=f"t{i}", condition="no-skill"), [PROBE]) for i in range(3)],
+    )
+    make_lab(tmp_path / "b", [(traj(f"x{i}", "failure", task_id=f"u{i}"), [PROBE]) for i in range(3)])
+    make_lab(tmp_path / "c", [(traj(f"y{i}", "unknown", task_id=f"t{i}"), []) for i in range(3)])
+    a, b, c = (str(tmp_path / n) for n in "abc")
+    before = snapshot(tmp_path)
+    assert "no task appears in both sets of runs" in fails("skills", "compare", a, b)
+    assert f"LAB_B {c}: no runs with a task id and a success/failure outcome" in fails(
+        "skills", "compare", a, c
+    )
+    text = fails("skills", "compare", a, a, "--condition-a", "nope", "--condition-b", "no-skill")
+    assert f"LAB_A {a}: " in text and "--condition-a 'nope' (conditions in that lab: no-skill)" in text
+    assert f"{tmp_path}/missing: no such lab" in fails("skills", "compare", str(tmp_path / "missing"), a)
+    (tmp_path / "f").write_text("x")
+    assert "is a file, not a lab folder" in fails("skills", "compare", str(tmp_path / "f"), a)
+    (tmp_path / "f").unlink()
+    assert snapshot(tmp_path) == before

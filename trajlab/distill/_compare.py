@@ -123,6 +123,14 @@ def compare(
     """Paired comparison of runs in lab A against runs of the same tasks in lab B."""
     la, lb = Lab.open(lab_a), Lab.open(lab_b)
     ra, rb = _runs(la, condition_a), _runs(lb, condition_b)
+    for side, lab, cond, runs in (("A", la, condition_a, ra), ("B", lb, condition_b, rb)):
+        if not runs:
+            what = f"LAB_{side} {lab.root}: no runs with a task id and a success/failure outcome"
+            if cond:
+                col = lab.read("trajectories", ["condition"]).column(0).to_pylist()
+                known = ", ".join(sorted({c for c in col if c})) or "none"
+                what += f" of --condition-{side.lower()} {cond!r} (conditions in that lab: {known})"
+            raise ConfigError(what)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     un_a = un_b = 0
     for task in sorted(set(ra) | set(rb)):
