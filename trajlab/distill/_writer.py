@@ -173,6 +173,11 @@ def llm_edit_ops(
     ans = parse_json_answer(client.complete(messages, max_tokens=900))
     raw = ans.get("ops", []) if isinstance(ans, dict) else []
     by_key = {r.key: r for r in rules}
+    # URLs an edit may name: those of commands the agent ran and of the rules (not of outputs or notes)
+    shown = "\n".join(
+        [_evidence_text(rules), *(it.text for _, it in skill.items())]
+        + [str(c) for f in failures for c in (f.get("commands") or [])]
+    )
     ops = []
     for d in raw[:max_ops]:
         try:
@@ -182,6 +187,8 @@ def llm_edit_ops(
         op.text = _clean(op.text)
         if op.kind in ("add", "edit") and (not op.text or len(op.text) > MAX_ITEM_CHARS):
             continue
+        if any(url not in shown for url in _URL_RE.findall(op.text)):
+            continue  # a URL from no command or rule (planted in text, or invented): never written into a skill
         if op.rule and op.rule not in by_key:
             op.rule = None
         if op.rule and op.kind in ("add", "edit"):
