@@ -47,7 +47,8 @@ def test_model_the_server_does_not_know_is_an_error_status_naming_it(tmp_path, s
     srv = scripted_llm(responder=only_known)
     lab = make_lab(tmp_path / "lab", "omni_runs")
     r = run("judge", str(lab.root), "--model", "judge-9", "--base-url", srv.base_url, "--no-progress")
-    assert r.exit_code == 0  # every trajectory ends with a status; the run itself completed
+    assert r.exit_code == 1  # every trajectory ends with status error: the run reports, then fails
+    assert "every judge request failed (3 of 3 trajectories" in r.stderr
     assert "status: error=3" in r.stdout
     # the grouped reason keeps the HTTP status (it used to read "HTTP N") and names the model
     assert "3 x error: request failed: request refused (HTTP 404)" in r.stdout
@@ -58,6 +59,7 @@ def test_model_the_server_does_not_know_is_an_error_status_naming_it(tmp_path, s
     # the right model name then labels every run: the error rows are retried, not kept as done
     r = run("judge", str(lab.root), "--model", "judge-1", "--base-url", srv.base_url, "--no-progress")
     assert "3 selected, 0 already done (skipped), 3 judged" in r.stdout and "status: labeled=3" in r.stdout
+    assert r.exit_code == 0
 
 
 def test_a_key_echoed_by_the_server_is_redacted_in_output_and_lab(tmp_path, scripted_llm, monkeypatch):
@@ -66,7 +68,7 @@ def test_a_key_echoed_by_the_server_is_redacted_in_output_and_lab(tmp_path, scri
     lab = make_lab(tmp_path / "lab", "omni_runs")
     args = ("judge", str(lab.root), "--model", "m", "--base-url", srv.base_url, "--no-progress")
     r = run(*args, "--api-key-env", "MY_JUDGE_KEY", env={"MY_JUDGE_KEY": KEY})
-    assert r.exit_code == 0 and "status: error=3" in r.stdout
+    assert r.exit_code == 1 and "status: error=3" in r.stdout
     assert KEY not in r.output and KEY[8:20] not in r.output
     assert "Incorrect API key provided: [REDACTED:api_key]" in r.stdout
     assert "request refused (HTTP 401)" in r.stdout and srv.n_requests == 3  # a 401 is not retried

@@ -120,7 +120,9 @@ def test_unreachable_endpoint_ends_every_trajectory_with_an_error_status(tmp_pat
         "2",
         "--no-progress",
     )
-    assert r.exit_code == 0 and "status: error=3" in r.stdout
+    # every request failed: the report is printed and the exit status says so (1), for scripts
+    assert r.exit_code == 1 and "status: error=3" in r.stdout
+    assert "every judge request failed (3 of 3 trajectories" in r.stderr
     rows = lab.refresh().read("judge_labels").to_pylist()
     assert {row["status"] for row in rows} == {"error"}
     assert all(row["status_reason"].startswith("request failed: connection error") for row in rows)

@@ -173,6 +173,15 @@ def run_cmd(
             click.echo(e.report.format())
             raise SystemExit(130) from None
     click.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else report.format())
+    errors = report.statuses.get("error", 0)
+    if not dry_run and report.judged and errors == report.judged:
+        # nothing could be labeled (endpoint down, wrong model, bad key): a script must not read success
+        click.echo(
+            f"Error: every judge request failed ({errors} of {report.judged} trajectories, status error); "
+            "the error rows are in judge_labels and are retried when you run the command again",
+            err=True,
+        )
+        raise SystemExit(1)
 
 
 @judge_group.command("eval")
