@@ -727,11 +727,13 @@ def test_compare_bad_inputs_name_the_lab_and_option(tmp_path: Path) -> None:
     a, b, c = (str(tmp_path / n) for n in "abc")
     before = snapshot(tmp_path)
     assert "no task appears in both sets of runs" in fails("skills", "compare", a, b)
-    assert f"LAB_B {c}: no runs with a task id and a success/failure outcome" in fails(
+    assert f"both sets of runs: LAB_B {c} has no runs with a task id and a success/failure outcome" in fails(
         "skills", "compare", a, c
     )
     text = fails("skills", "compare", a, a, "--condition-a", "nope", "--condition-b", "no-skill")
-    assert f"LAB_A {a}: " in text and "--condition-a 'nope' (conditions in that lab: no-skill)" in text
+    assert (
+        f"LAB_A {a} has no runs" in text and "--condition-a 'nope' (conditions in that lab: no-skill)" in text
+    )
     assert f"{tmp_path}/missing: no such lab" in fails("skills", "compare", str(tmp_path / "missing"), a)
     (tmp_path / "f").write_text("x")
     assert "is a file, not a lab folder" in fails("skills", "compare", str(tmp_path / "f"), a)
@@ -771,3 +773,59 @@ def test_llm_editor_drops_edits_with_urls_it_was_never_shown(tmp_path: Path, scr
         "Read the docs at https://docs.example.org/ffprobe first.",  # a URL the agent used: kept
         "Probe the video with `ffprobe` first.",
     ]
+
+
+def test_skills_new_and_history_bad_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trajlab.distill._skill import Skill
+
+    (tmp_path / "afile").write_text("x")
+    assert f"--dir {tmp_path}/afile: {tmp_path}/afile is a file" in fails(
+        "skills", "new", "aa-bb", "--dir", str(tmp_path / "afile")
+    )
+    assert f"{tmp_path}/afile is a file" in fails(
+        "skills", "new", "aa-bb", "--dir", str(tmp_path / "afile" / "sub")
+    )
+    for bad in ("../evil", "a/b", "Bad"):
+        assert f"name {bad!r} must use only" in fails("skills", "new", bad, "--dir", str(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()
+    assert run("skills", "new", "aa-bb", "--dir", str(tmp_path / "s")).code == 0
+    assert f"{tmp_path}/s/aa-bb exists already" in fails(
+        "skills", "new", "aa-bb", "--dir", str(tmp_path / "s")
+    )
+    assert "NAME: name '../x' must use only" in fails("skills", "history", str(tmp_path / "s"), "../x")
+    # a disk that refuses half-way: no half-written skill folder
+    real = Skill.write
+
+    def refuse(self, d):
+        real(self, d)
+        raise PermissionError(13, "Permission denied", str(d / "SKILL.md"))
+
+    monkeypatch.setattr(Skill, "write", refuse)
+    text = fails("skills", "new", "cc-dd", "--dir", str(tmp_path / "s"))
+    assert f"cannot create {tmp_path}/s/cc-dd" in text and "Permission denied" in text
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["aa-bb"]
+
+
+def test_install_restores_the_old_copy_when_the_swap_fails(
+    tmp_path: Path, good: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trajlab.distill._install as inst
+
+    proj = tmp_path / "p"
+    dest = proj / ".claude" / "skills" / "good-one"
+    args = ("skills", "install", str(good), "--target", "claude", "--project", str(proj))
+    assert run(*args).code == 0
+    (dest / "references" / "notes.md").write_text("old copy")
+    before = snapshot(proj)
+    real = os.replace
+
+    def swap_fails(a, b):  # moving the old copy aside works; moving the new one in does not
+        if ".tmp-" in str(a):
+            raise OSError(28, "No space left on device", str(b))
+        real(a, b)
+
+    monkeypatch.setattr(inst.os, "replace", swap_fails)
+    text = fails(*args, "--force")
+    assert "No space left on device" in text
+    monkeypatch.setattr(inst.os, "replace", real)
+    assert snapshot(proj) == before and leftovers(proj) == []

@@ -13,6 +13,7 @@ from ..distill import (
     JudgeChat,
     MineParams,
     SkillStore,
+    check_name,
     compare,
     distill,
     install,
@@ -378,6 +379,9 @@ def compare_cmd(lab_a, lab_b, condition_a, condition_b, as_json) -> None:
 @click.option("--diff", "show", type=int, default=None, help="Print the diff that made this version.")
 def history_cmd(skills_root: str, name: str, show: int | None) -> None:
     """List the versions of skill NAME under SKILLS_ROOT (or print one version's diff)."""
+    why = check_name(name)
+    if why:
+        raise click.ClickException(f"NAME: {why}")
     store = SkillStore(skills_root)
     vs = store.versions(name)
     if not vs:

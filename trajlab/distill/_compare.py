@@ -125,7 +125,7 @@ def compare(
     ra, rb = _runs(la, condition_a), _runs(lb, condition_b)
     for side, lab, cond, runs in (("A", la, condition_a, ra), ("B", lb, condition_b, rb)):
         if not runs:
-            what = f"LAB_{side} {lab.root}: no runs with a task id and a success/failure outcome"
+            what = f"no task appears in both sets of runs: LAB_{side} {lab.root} has no runs with a task id and a success/failure outcome"
             if cond:
                 col = lab.read("trajectories", ["condition"]).column(0).to_pylist()
                 known = ", ".join(sorted({c for c in col if c})) or "none"

@@ -73,7 +73,18 @@ def new_skill_dir(name: str, parent: str | Path = "skills", author: str | None =
     }
     sk.metadata["version"] = "1"
     sk.metadata["content-hash"] = content_hash_of(sk)
-    sk.write(d)
+    for anc in [d.parent, *d.parent.parents]:
+        if anc.exists():
+            if not anc.is_dir():
+                raise ConfigError(f"--dir {d.parent}: {anc} is a file, not a folder")
+            break
+    tmp = d.with_name(f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        sk.write(tmp)
+        os.replace(tmp, d)  # the folder appears whole or not at all
+    except OSError as e:
+        _remove(tmp)
+        raise ConfigError(f"cannot create {d}: {_why(e)}") from None
     return d
 
 
@@ -171,7 +182,11 @@ def install(
         if dest.exists() or dest.is_symlink():
             old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(dest, old)
-            os.replace(tmp, dest)
+            try:
+                os.replace(tmp, dest)
+            except OSError:
+                os.replace(old, dest)  # the previous copy goes back where it was
+                raise
             _remove(old)
         else:
             os.replace(tmp, dest)
