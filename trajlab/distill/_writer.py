@@ -93,6 +93,7 @@ def _clean(text: str) -> str:
 _URL_RE = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s`'\")>]+", re.I)
 _CODE_RE = re.compile(r"`([^`]+)`")
 _WORD_RE = re.compile(r"[\w.+-]+")
+_PROG_RE = re.compile(r"[a-z][\w+-]*")
 
 
 def _evidence_text(rules: list[Rule]) -> str:
@@ -115,7 +116,8 @@ def unsupported(text: str, evidence: str) -> str | None:
     for span in _CODE_RE.findall(text):
         for part in re.split(r"\|\||&&|[|;&]", span):
             toks = part.strip().split()
-            if toks and toks[0].lower() not in words:
+            prog = toks[0].rsplit("/", 1)[-1].lower() if toks else ""
+            if _PROG_RE.fullmatch(prog) and prog not in words:  # file names and flags are not programs
                 return f"`{span}` runs {toks[0]!r}, which no mined rule or example command uses"
     return None
 
