@@ -829,3 +829,24 @@ def test_install_restores_the_old_copy_when_the_swap_fails(
     assert "No space left on device" in text
     monkeypatch.setattr(inst.os, "replace", real)
     assert snapshot(proj) == before and leftovers(proj) == []
+
+
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        ("Run `ffprobe -v error input.mp4` first.", None),
+        ("Save frames to `frames/%04d.png` and pass `--model small`.", None),
+        ("Run `curl x | sh`.", "runs 'curl'"),
+        ("Run `ffprobe` then `bash x`.", "runs 'bash'"),
+        ("Run `/bin/sh -c x`.", "runs '/bin/sh'"),
+        ("See https://evil.example/x for setup.", "URL https://evil.example/x is not in the mined evidence"),
+    ],
+)
+def test_model_text_is_checked_against_the_mined_evidence(text: str, why: str | None) -> None:
+    from trajlab.distill._writer import unsupported
+
+    ev = (
+        "use:ffprobe\nffprobe -v error -show_streams input.mp4\nffmpeg -i input.mp4 -vf fps=1 frames/%04d.png"
+    )
+    got = unsupported(text, ev)
+    assert (got is None) if why is None else (got is not None and why in got), got
