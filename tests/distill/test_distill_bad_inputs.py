@@ -850,3 +850,28 @@ def test_model_text_is_checked_against_the_mined_evidence(text: str, why: str | 
     )
     got = unsupported(text, ev)
     assert (got is None) if why is None else (got is not None and why in got), got
+
+
+def test_a_secret_crossing_the_excerpt_end_is_redacted_whole(tmp_path: Path) -> None:
+    """Outputs are cut in SQL before they are redacted: a key starting just before the excerpt's end
+    used to be cut to 'sk-proj-Zx9Zx', which no pattern matches, and that prefix reached provenance.json."""
+    from trajlab.distill._features import EXCERPT_CHARS
+
+    hostile_lab(tmp_path / "lab")
+    lab = Lab.open(tmp_path / "lab")
+    rows = lab.read("steps").to_pylist()
+    pad = "p" * (EXCERPT_CHARS - 12) + " "
+    for s in rows:
+        if s["kind"] == "tool_call":
+            s["output"] = pad + SK + " done"  # the key starts 11 characters before the excerpt's end
+    with lab.write("test") as txn:
+        txn.delete("steps", "trajectory_id", {s["trajectory_id"] for s in rows})
+        txn.append("steps", rows)
+    r = run(
+        "distill", "--lab", str(tmp_path / "lab"), "--out", str(tmp_path / "out"), "--min-support", "3", "-q"
+    )
+    assert r.code == 0 and "2 rules mined" in r.stdout
+    files = texts(tmp_path / "out")
+    assert "distilled-general/references/provenance.json" in files
+    for name, text in files.items():
+        assert SK[:11] not in text, name  # not even the part before the cut

@@ -32,6 +32,9 @@ EXCLUDED_TAGS = frozenset(
 TRIVIAL_TOOLS = frozenset({"cd", "echo", "true", "mkdir", "sleep", "printf", "export", "set", "clear"})
 INSTALLERS = frozenset({"pip", "apt", "apt-get", "conda", "npm", "uv", "brew", "cargo", "mamba"})
 EXCERPT_CHARS = 240
+REDACT_WINDOW = 4096
+"""Characters read past an excerpt's end before redacting it: longer than any secret the patterns
+match whole (a private key block that is cut is redacted to its end anyway)."""
 _IMPORT_RE = re.compile(r"(?:^|[;\n]|\s)(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)")
 _VALUE_RE = re.compile(r"[A-Za-z0-9_-]{1,12}")
 _KEY_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_:]{0,15})=")
@@ -274,7 +277,11 @@ def load_corpus(
         )
     if runs:
         # Streamed in trajectory order (DuckDB sorts, spilling to disk if needed): one run in memory at a time.
-        cols = ", ".join(f"left({c}, {EXCERPT_CHARS}) AS {c}" if c == "output" else c for c in STEP_COLUMNS)
+        # outputs are cut in SQL, with room past the excerpt so that a secret crossing its end is still
+        # whole when `run_features` redacts it (a key cut at 240 characters no longer matches its pattern)
+        cols = ", ".join(
+            f"left({c}, {EXCERPT_CHARS + REDACT_WINDOW}) AS {c}" if c == "output" else c for c in STEP_COLUMNS
+        )
         sql = f"SELECT {cols} FROM steps WHERE kind = 'tool_call' ORDER BY trajectory_id, step_index"
         con = lab.connect()
         cur: str | None = None
