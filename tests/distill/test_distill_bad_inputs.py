@@ -418,7 +418,12 @@ def test_distill_bad_options_and_output_folders(tmp_path: Path) -> None:
         "distill", "--lab", lab, "--out", str(tmp_path / "o"), "--eval-tasks", str(ev)
     )
     assert not (tmp_path / "o").exists() and snapshot(tmp_path / "lab") == before
-    # a hostile --name prefix is turned into a spec name inside --out, never a path
+    # a path-like --name prefix is refused (it used to become evil-general quietly); nothing is written
+    for hostile in ("../../evil", "a/b", "..", " "):
+        msg = fails("distill", "--lab", lab, "--out", str(tmp_path / "o2"), "--name", hostile, "-q", code=2)
+        assert "--name" in msg and "prefix, not a path" in msg, hostile
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "eval.jsonl", "lab"]
+    # other characters of a prefix still become hyphens of a spec name inside --out
     r = run(
         "distill",
         "--lab",
@@ -426,14 +431,13 @@ def test_distill_bad_options_and_output_folders(tmp_path: Path) -> None:
         "--out",
         str(tmp_path / "o2"),
         "--name",
-        "../../evil",
+        "My Skills",
         "--min-support",
         "3",
         "-q",
     )
-    assert r.code == 0 and "evil-general" in r.stdout
-    assert sorted(p.name for p in (tmp_path / "o2").iterdir()) == [".history", "evil-general"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "eval.jsonl", "lab", "o2"]
+    assert r.code == 0 and "my-skills-general" in r.stdout
+    assert sorted(p.name for p in (tmp_path / "o2").iterdir()) == [".history", "my-skills-general"]
 
 
 def test_distill_unwritable_or_interrupted_output_leaves_no_partial_version(

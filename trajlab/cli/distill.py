@@ -28,6 +28,15 @@ from ..distill import (
 )
 
 
+def _plain_prefix(value: str) -> str:
+    """A name prefix, not a path: `../x` or `a/b` is refused rather than quietly turned into `x-general`."""
+    if "/" in value or "\\" in value or ".." in value or not value.strip():
+        raise click.BadParameter(
+            f"{value!r} is a skill name prefix, not a path (use letters, digits and hyphens)"
+        )
+    return value
+
+
 def _client(llm: bool, model: str | None, base_url: str | None, config: str | None, cache: Path, seed=None):
     if not llm and not model:
         return None
@@ -69,7 +78,14 @@ def _llm_options(f):
     type=click.Path(path_type=str),
     help="Skills folder to write (one sub-folder per skill).",
 )
-@click.option("--name", "prefix", default="distilled", show_default=True, help="Skill name prefix.")
+@click.option(
+    "--name",
+    "prefix",
+    default="distilled",
+    show_default=True,
+    callback=lambda ctx, param, v: _plain_prefix(v),
+    help="Skill name prefix (letters, digits, hyphens; other characters become hyphens).",
+)
 @click.option(
     "--group-by",
     default="domain",
