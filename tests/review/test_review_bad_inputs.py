@@ -265,6 +265,11 @@ def test_agreement_edge_cases_against_hand_computation_and_sklearn() -> None:
     )
     disjoint = agreement(rows({"alice": {"t1": "a"}, "bob": {"t2": "a"}}))
     assert disjoint.pairs == [] and disjoint.n_items == 2 and disjoint.n_multi_rated == 0
+    # the missing pair is named, with why, instead of simply having no row
+    assert disjoint.unpaired == [{"rater_a": "alice", "rater_b": "bob", "n_a": 1, "n_b": 1, "n_both": 0}]
+    assert "no row for alice vs bob: no trajectory was labeled by both (alice: 1, bob: 1 trajectories)" in (
+        disjoint.to_table()
+    )
     # c occurs only in alice's labels
     a, b = ["a", "b", "c"], ["a", "b", "b"]
     rep = agreement(

@@ -74,6 +74,8 @@ class AgreementReport:
     per_category: list[dict[str, Any]] = field(default_factory=list)
     decisive: dict[str, dict[str, Any]] = field(default_factory=dict)
     confusion: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unpaired: list[dict[str, Any]] = field(default_factory=list)
+    """Rater pairs with no row in `pairs`: nothing to compare (rater_a, rater_b, n_a, n_b, n_both)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,6 +112,16 @@ class AgreementReport:
                     "agreement is 1 and kappa is undefined (observed agreement is still shown)"
                 )
             notes.append(f"kappa n/a for {p.rater_a} vs {p.rater_b}: {why}")
+        for u in self.unpaired:
+            why = (
+                "no trajectory was labeled by both"
+                if not u["n_both"]
+                else f"none of their {u['n_both']} shared trajectories has a category or decisive step from both"
+            )
+            notes.append(
+                f"no row for {u['rater_a']} vs {u['rater_b']}: {why} "
+                f"({u['rater_a']}: {u['n_a']}, {u['rater_b']}: {u['n_b']} trajectories)"
+            )
         if self.fleiss_kappa is None:
             why = (
                 "no trajectory has labels from two or more human reviewers"
@@ -283,6 +295,7 @@ def agreement(
                 if ga is not None and gb is not None:
                     same_agent.append(ga == gb)
         if not xs and not steps:
+            report.unpaired.append({"rater_a": a, "rater_b": b, "n_a": n_a, "n_b": n_b, "n_both": both})
             continue
         pooled_pairs[kind] += list(zip(xs, ys))
         pooled_steps[kind] += steps
