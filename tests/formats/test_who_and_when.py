@@ -131,6 +131,7 @@ def test_malformed_files_are_quarantined(name, etype):
     assert out == []
     assert [q.error_type for q in ctx.quarantined] == [etype]
     assert ctx.records_seen == 1 and ctx.records_ingested == 0
+    assert ctx.quarantined[0].raw == (FIX / name).read_bytes()  # kept as the file was, not by path only
 
 
 def test_sniff_leaves_other_json_alone(tmp_path):

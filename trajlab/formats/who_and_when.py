@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
+from ._safe import raw_of_obj
 from ._typed import typed_rows
 
 _TERMINALS = {"computer_terminal", "computerterminal"}
@@ -118,7 +119,12 @@ class WhoAndWhenAdapter(Adapter):
         if d is None:
             return
         if not isinstance(d, dict) or not isinstance(d.get("history"), list):
-            ctx.quarantine(path, "not a Who&When log: expected an object with a `history` list", "schema")
+            reason = "not a Who&When log: expected an object with a `history` list"
+            try:  # the file's own bytes (load_json has just read them whole)
+                raw = path.read_bytes()
+            except OSError:
+                raw = raw_of_obj(d)
+            ctx.quarantine(path, reason, "schema", raw)
             return
         ctx.seen_ok()
         anomalies: list[str] = []
