@@ -110,3 +110,44 @@ def test_repository_skills_are_valid() -> None:
     reps = validate_path(root)
     assert [r.path.name for r in reps] == ["probe-media-first"]
     assert all(r.ok and not r.issues for r in reps), [i.format() for r in reps for i in r.issues]
+
+
+def test_install_killed_between_its_two_renames_is_undone_by_the_next_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill after the installed copy was moved aside and before the new one moved in left the skill
+    missing (the old copy under .tips.old-*): the next install puts it back first."""
+    import os
+
+    import trajlab.distill._install as inst
+
+    src = new_skill_dir("tips", tmp_path / "skills")
+    proj = tmp_path / "proj"
+    dest = install(src, "claude", proj)
+    before = (dest / "SKILL.md").read_bytes()
+    p = src / "SKILL.md"
+    p.write_text(p.read_text(encoding="utf-8").replace("First step", "Probe first"), encoding="utf-8")
+    rehash(src)
+    real = os.replace
+    calls: list[str] = []
+
+    def killed(a, b):  # type: ignore[no-untyped-def]
+        calls.append(Path(a).name)
+        if len(calls) == 2:  # the new copy's move into place
+            raise KeyboardInterrupt
+        return real(a, b)
+
+    monkeypatch.setattr(inst.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        install(src, "claude", proj, force=True)
+    monkeypatch.setattr(inst.os, "replace", real)
+    assert not dest.exists() and [x.name[:10] for x in dest.parent.iterdir() if ".old-" in x.name] == [
+        ".tips.old-"
+    ]
+    # without --force the next install first restores the copy moved aside, then sees it differs
+    with pytest.raises(ConfigError, match="differs"):
+        install(src, "claude", proj)
+    assert (dest / "SKILL.md").read_bytes() == before
+    assert install(src, "claude", proj, force=True) == dest
+    assert (dest / "SKILL.md").read_bytes() == p.read_bytes()
+    assert sorted(x.name for x in dest.parent.iterdir()) == ["tips"]  # no .old- or half-made .tmp- copy

@@ -160,6 +160,7 @@ def install(
             raise ConfigError(f"cannot write {dest}: {e.strerror or e}") from None
         return dest
     dest = _target_dir(target, skill.name, proj, legacy)
+    _recover(dest)
     if dest.exists() or dest.is_symlink():
         same = dest.is_dir() and (dest / "SKILL.md").is_file() and _same_content(dest, src)
         if same:
@@ -194,6 +195,32 @@ def install(
         _remove(tmp)
         raise ConfigError(f"cannot install into {dest.parent}: {_why(e)}") from None
     return dest
+
+
+def _recover(dest: Path) -> None:
+    """Undo a crash between an install's two renames (the installed copy moved aside, the new one not
+    yet in place): the copy moved aside goes back, so an agent never finds the skill missing for good.
+    Other copies moved aside and half-made copies (`.tmp-`, which an agent scanning the folder could
+    load as a second skill) are removed."""
+    prefix = f".{dest.name}.old-"
+    try:
+        siblings = list(dest.parent.iterdir())
+    except OSError:
+        return  # no parent folder yet (or unreadable: the install reports it)
+    for p in siblings:
+        if p.name.startswith(f".{dest.name}.tmp-"):
+            _remove(p)
+    olds = [p for p in siblings if p.name.startswith(prefix)]
+    if not olds:
+        return
+    olds.sort(key=lambda p: p.lstat().st_ctime)  # a rename sets ctime: the last one moved aside
+    if not (dest.exists() or dest.is_symlink()):
+        try:
+            os.replace(olds.pop(), dest)
+        except OSError:
+            return
+    for p in olds:
+        _remove(p)
 
 
 def _same_content(dest: Path, src: Path) -> bool:
