@@ -21,59 +21,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cli_harness import fails, run, snapshot
 
-from trajlab.cli import cli
 from trajlab.store import Lab
 
 N_TRAJ, N_STEPS = 12, 110
 COUNT_STEPS = "select count(*) as n from steps"
-
-
-class Result:
-    def __init__(self, code: int, stdout: str, stderr: str):
-        self.code, self.stdout, self.stderr = code, stdout, stderr
-
-    @property
-    def text(self) -> str:
-        return self.stdout + self.stderr
-
-
-def run(*args: str) -> Result:
-    """Invoke the CLI in-process; an exception other than SystemExit is a traceback the user would see."""
-    r = CliRunner().invoke(cli, list(args))
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise AssertionError(f"trajlab {' '.join(args)} raised {r.exception!r}") from r.exception
-    assert "Traceback" not in r.stdout + r.stderr
-    return Result(r.exit_code, r.stdout, r.stderr)
-
-
-def fails(*args: str, code: int = 1) -> str:
-    """Run a command that must fail with `code`; returns its stderr (one `Error:` message)."""
-    r = run(*args)
-    assert r.code == code, (r.code, r.text)
-    assert "Error:" in r.stderr
-    return r.stderr
-
-
-def snapshot(root: Path) -> dict[str, object]:
-    """Every entry under `root` (not following symlinks): file bytes, link targets, folders."""
-    if not root.exists():
-        return {}
-    if not root.is_dir():
-        return {"": root.read_bytes()}
-    out: dict[str, object] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = str(p.relative_to(root))
-            if p.is_symlink():
-                out[rel] = "-> " + os.readlink(p)
-            elif p.is_dir():
-                out[rel] = "dir"
-            else:
-                out[rel] = p.read_bytes()
-    return out
 
 
 @pytest.fixture(scope="module")
