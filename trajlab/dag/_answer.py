@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_right
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import clip, find_path, same_file, scan
+from ._tokens import clip, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -19,8 +20,10 @@ DERIVED_LOOKBACK = 8
 DERIVED_MAX_NUMBERS = 16
 DERIVED_MAX_PER_OUTPUT = 6
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
-# numbers (one digit too) that are not clock times, line-number prefixes or parts of names
-_NUM_RE = re.compile(r"(?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d)")
+# numbers (one digit too) that are not clock times, line-number prefixes or parts of names:
+# (?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d), written to start with a character class (a sign or a
+# digit, the look-behind checked after it) so that the search skips to candidates in C
+_NUM_RE = re.compile(r"[-\d](?:(?<=-)(?<![\w.:]-)\d+|(?<=\d)(?<![\w.:]\d)\d*)(?:\.\d+)?(?![\w:]|\.\d)")
 _NUM_ITER = _NUM_RE.finditer
 _PIECE_RE = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\d")
 _STOP = frozenset(
@@ -235,14 +238,23 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
         for w in words[:20]:
             best = -1
             for f in dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())):
-                k = find_path(big, f, len(big) if best < 0 else best)
-                if k >= 0:
-                    best = k
+                # the first occurrence (before the best so far) not inside a longer name
+                m = _term_re(f).search(big, 0, len(big) if best < 0 else best + len(f))
+                if m is not None and (best < 0 or m.start() < best):
+                    best = m.start()
             src = outs[bisect_right(starts, best) - 1][0] if best >= 0 else None
             if src is not None:
                 b.edge(src, answer, "answer", w, "answer-term")
                 supported.append(w)
     return words
+
+
+@lru_cache(maxsize=4096)
+def _term_re(term: str) -> re.Pattern[str]:
+    """`term` not inside a longer name (as `_tokens.find_path`): no word character, `.` or `-` before
+    it, no word character or `-` after it. The literal comes first, so the search runs in C."""
+    n = len(term)
+    return re.compile(rf"{re.escape(term)}(?<![A-Za-z0-9_.\-].{{{n}}})(?![A-Za-z0-9_\-])", re.S)
 
 
 def _final_writes(b: _Builder, answer: int) -> list[str]:
