@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,14 @@ STEP_COLUMNS = (
     "modality",
     "metadata",
 )
-"""Columns of `steps` the DAG rules read."""
+"""Columns of `steps` the DAG rules read (and `read_steps` returns)."""
+BUILD_COLUMNS = tuple(c for c in STEP_COLUMNS if c != "role")
+"""What a build scans: no rule looks at `role` (the step kind says it)."""
 
 
-def _fields() -> list[pa.Field]:
+def _fields(columns: tuple[str, ...] = STEP_COLUMNS) -> list[pa.Field]:
     full = table_schema("steps")
-    return [full.field(c) for c in STEP_COLUMNS]
+    return [full.field(c) for c in columns]
 
 
 def _open_part(path: Path, buffer_size: int = 0) -> pq.ParquetFile:
@@ -69,9 +72,10 @@ def scan_part(
     row_groups: list[int] | None = None,
     wanted: pa.Array | None = None,
     batch_size: int = 16_384,
+    columns: tuple[str, ...] = STEP_COLUMNS,
 ) -> Iterator[pa.RecordBatch]:
     """The DAG columns of one part file (only `row_groups`, only trajectories in `wanted` when given)."""
-    fields = _fields()
+    fields = _fields(columns)
     pf = _open_part(path, buffer_size=1 << 20)
     present = set(pf.schema_arrow.names)
     cols = [f.name for f in fields if f.name in present]
@@ -121,23 +125,44 @@ def step_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
         us = pc.cast(col.cast(pa.timestamp("us", tz=col.type.tz)), pa.int64())
         secs = pc.divide(pc.cast(us, pa.float64()), 1e6)
         batch = batch.set_column(i, "timestamp", secs)
-    return batch.to_pylist()
+    # what `batch.to_pylist()` gives, with the dicts made in C (it builds them in a Python loop)
+    names = batch.schema.names
+    return list(map(dict, map(zip, repeat(names), zip(*[c.to_pylist() for c in batch.columns]))))
+
+
+def _runs(batch: pa.RecordBatch) -> list[int]:
+    """Start rows of the runs of equal `trajectory_id` in a batch, and its length."""
+    n = batch.num_rows
+    if n < 2:
+        return [0, n]
+    ids = batch.column(batch.schema.get_field_index("trajectory_id"))
+    change = pc.indices_nonzero(pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).fill_null(True))
+    return [0, *(k + 1 for k in change.to_pylist()), n]
 
 
 def grouped_steps(
     batches: Iterator[pa.RecordBatch], counts: dict[str, int]
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """(trajectory id, its steps) as soon as all `counts[tid]` steps were read; holds only open ones."""
+    """(trajectory id, its steps) as soon as all `counts[tid]` steps were read; holds only open ones.
+
+    A batch is taken run by run (consecutive rows of one trajectory), not row by row."""
     open_: dict[str, list[dict[str, Any]]] = {}
     for batch in batches:
-        for row in step_rows(batch):
-            tid = row["trajectory_id"]
-            rows = open_.get(tid)
-            if rows is None:
-                rows = open_[tid] = []
-            rows.append(row)
-            if len(rows) >= counts.get(tid, 0):
-                yield tid, open_.pop(tid)
+        rows = step_rows(batch)
+        runs = _runs(batch)
+        for k in range(len(runs) - 1):
+            a, b = runs[k], runs[k + 1]
+            tid = rows[a]["trajectory_id"]
+            while a < b:
+                got = open_.get(tid)
+                if got is None:
+                    got = open_[tid] = []
+                want = counts.get(tid, 0)
+                take = min(b, a + max(want - len(got), 1))  # a trajectory is done at its count
+                got += rows[a:take]
+                a = take
+                if len(got) >= want:
+                    yield tid, open_.pop(tid)
     yield from open_.items()
 
 
@@ -157,7 +182,7 @@ class Task:
     def batches(self, batch_size: int = 16_384) -> Iterator[pa.RecordBatch]:
         wanted = pa.array(sorted(self.counts), type=pa.string())
         for path, groups in self.reads:
-            yield from scan_part(path, groups, wanted, batch_size)
+            yield from scan_part(path, groups, wanted, batch_size, BUILD_COLUMNS)
 
 
 def locate(lab: Lab, todo: set[str]) -> tuple[list[tuple[Path, int, str, int]], dict[str, int]]:

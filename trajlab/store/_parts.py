@@ -185,8 +185,17 @@ class PartWriter:
             self._convert()
 
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        for r in rows:
-            self.add(r)
+        """`add` for each row (converted in the same chunks of CONVERT_ROWS), without a call per row."""
+        buf = self._rows
+        buf.extend(rows)
+        if len(buf) < CONVERT_ROWS:
+            return
+        k = 0
+        while len(buf) - k >= CONVERT_ROWS:
+            self._rows = buf[k : k + CONVERT_ROWS]
+            self._convert()
+            k += CONVERT_ROWS
+        self._rows = buf[k:]
 
     def write_table(self, table: pa.Table) -> None:
         """Buffer an Arrow table (conformed to the schema)."""
