@@ -72,6 +72,25 @@ class _Writers:
         finally:
             self._thread.shutdown(wait=True)
 
+    def close_async(self, fsync: Callable[[Path], None]) -> Future[list[tuple[str, str, int]]]:
+        """`close` on the writer thread, then `fsync` of every part there too: the caller goes on
+        (parsing the next batch) while the last row groups are encoded. A write error is raised by
+        the future's `result()`."""
+        pending = list(self._pending)
+        self._pending.clear()
+
+        def finish() -> list[tuple[str, str, int]]:
+            for f in pending:  # earlier writes ran before this one (one thread, in order)
+                f.result()
+            parts = self._close_all()
+            for _, path, _ in parts:
+                fsync(Path(path))
+            return parts
+
+        fut = self._thread.submit(finish)
+        self._thread.shutdown(wait=False)  # the thread ends once `finish` is done
+        return fut
+
     def _close_all(self) -> list[tuple[str, str, int]]:
         return [(table, str(path), rows) for table, w in self._w.items() for path, rows in w.close()]
 

@@ -24,7 +24,7 @@ from ..store import Lab, Transaction
 from ._discover import discover
 from ._plan import Plan, fingerprint, make_plan
 from ._report import IngestReport
-from ._worker import RAW_KEEP_MAX, BatchResult, init_worker, parse_batch
+from ._worker import RAW_KEEP_MAX, BatchResult, init_worker, parse_batch, parse_batches_inline
 
 BATCH_BYTES = 48 << 20
 MIN_BATCH_BYTES = 1 << 20
@@ -131,7 +131,7 @@ def ingest(
                 if i == 0:
                     _record_bookkeeping(txn, plan, report)
                 jobs = [(b, str(txn.staging_dir), txn.generation) for b in chunk]
-                results = pool.imap_unordered(parse_batch, jobs) if pool else map(parse_batch, jobs)
+                results = pool.imap_unordered(parse_batch, jobs) if pool else parse_batches_inline(jobs)
                 for br in results:
                     _absorb(txn, br, plan, report)
                     bar.update(br.bytes)

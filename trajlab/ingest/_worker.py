@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -88,6 +90,38 @@ GC_THRESHOLD = (50_000, 20, 100)  # collections while parsing: gen0 every 50k ne
 
 
 def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
+    result, writers = _parse_units(args)
+    result.parts = writers.close()
+    # Flush the parts to disk here, in parallel with the other workers: the commit fsyncs them again
+    # (durability is its job), which is then nearly free instead of a serial wait at the end.
+    for _, path, _ in result.parts:
+        fsync_file(Path(path))
+    return result
+
+
+def parse_batches_inline(jobs: Iterable[tuple[list[SourceUnit], str, int]]) -> Iterator[BatchResult]:
+    """`parse_batch` of each job in this process (one worker), in order; the last row groups of a batch
+    are encoded and its parts fsynced on its writer thread while the next batch is parsed, instead of
+    the parsing waiting for them (Parquet encoding, LZ4 and fsync release the GIL)."""
+    inflight: tuple[BatchResult, Future[list[tuple[str, str, int]]]] | None = None
+    try:
+        for job in jobs:
+            result, writers = _parse_units(job)
+            done, inflight = inflight, (result, writers.close_async(fsync_file))
+            if done is not None:
+                done[0].parts = done[1].result()
+                yield done[0]
+        if inflight is not None:
+            done, inflight = inflight, None
+            done[0].parts = done[1].result()
+            yield done[0]
+    finally:
+        if inflight is not None:  # failing: let its writer finish before the transaction cleans up
+            wait([inflight[1]])
+
+
+def _parse_units(args: tuple[list[SourceUnit], str, int]) -> tuple[BatchResult, _Writers]:
+    """Parse a batch's units and submit all their rows to the writers (not closed yet)."""
     units, staging, generation = args
     folder = Path(staging) / f"w{os.getpid()}-{os.urandom(4).hex()}"
     writers = _Writers(folder, generation)
@@ -119,12 +153,7 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
             if waiting_steps >= CHUNK_STEPS or waiting_bytes >= WAIT_BYTES:
                 close_waiting()
         close_waiting()
-        result.parts = writers.close()
-    # Flush the parts to disk here, in parallel with the other workers: the commit fsyncs them again
-    # (durability is its job), which is then nearly free instead of a serial wait at the end.
-    for _, path, _ in result.parts:
-        fsync_file(Path(path))
-    return result
+    return result, writers
 
 
 def _stat(unit: SourceUnit) -> tuple[list[int], list[int]]:
