@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -93,6 +94,17 @@ def _from_shell(sio: ShellIO) -> StepIO:
     )
 
 
+@lru_cache(maxsize=8192)
+def _shell_step(command: str, cwd: str | None) -> StepIO:
+    """The StepIO of a command line run in `cwd`; cached and shared (`unshared()` before changing it)."""
+    io = _from_shell(shell_io(command, cwd))
+    io.value_text = command
+    if io.cwd is None:
+        io.cwd = cwd
+    _attach_primary(io)
+    return io
+
+
 def _data_values(args: dict[str, Any]) -> str:
     """The argument text a tool was given, minus control keys (where typed-in values are looked for)."""
     parts: list[str] = []
@@ -123,12 +135,7 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
                 wd = args.get("workdir") or args.get("cwd")
                 if isinstance(wd, str) and wd:
                     cwd = wd
-        io = _from_shell(shell_io(command, cwd))
-        io.value_text = command
-        if io.cwd is None:
-            io.cwd = cwd
-        _attach_primary(io)
-        return io
+        return _shell_step(command, cwd)
     args = parse_args(raw)
     io = StepIO(cwd=cwd)
     if not isinstance(args, dict):
