@@ -123,11 +123,12 @@ def _decimals(v: str) -> int:
 def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[int, ...]]:
     """Answer numbers equal to the sum, difference, product or ratio of two numbers that recent steps
     printed (mental arithmetic on printed evidence). Outputs with many numbers are skipped."""
-    recent = [
-        i
-        for i in sorted(b.nodes, reverse=True)
-        if i < answer and b.nodes[i]["kind"] == "action" and b.nodes[i]["status"] == "ok"
-    ][:DERIVED_LOOKBACK]
+    recent: list[int] = []
+    for i in sorted(b.nodes, reverse=True):
+        if i < answer and b.nodes[i]["kind"] == "action" and b.nodes[i]["status"] == "ok":
+            recent.append(i)
+            if len(recent) == DERIVED_LOOKBACK:
+                break
     nums: dict[float, int] = {}
     for i in recent:
         found_here = list(
@@ -147,12 +148,15 @@ def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[in
         if tx is None or abs(tx) < 10:
             continue
         d = _decimals(t)
-
-        def hit(x: float, tx: float = tx, d: int = d) -> bool:
-            return abs(round(x, d) - tx) < 10 ** (-d) / 2
-
+        half = 10 ** (-d) / 2  # x hits when abs(round(x, d) - tx) < half (inlined: no call per test)
         for (a, ia), (c, ic) in itertools.combinations(items, 2):
-            if hit(a + c) or hit(a * c) or hit(abs(a - c)) or (c and hit(a / c)) or (a and hit(c / a)):
+            if (
+                abs(round(a + c, d) - tx) < half
+                or abs(round(a * c, d) - tx) < half
+                or abs(round(abs(a - c), d) - tx) < half
+                or (c and abs(round(a / c, d) - tx) < half)
+                or (a and abs(round(c / a, d) - tx) < half)
+            ):
                 found[t] = (ia, ic)
                 break
     return found

@@ -249,8 +249,13 @@ def find_retries(b: _Builder) -> dict[int, int]:
                 rule = None
                 if nb["tool"] == ka and ka is not None:
                     cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
-                    if same_input or ca == cb or SequenceMatcher(None, ca, cb).ratio() >= 0.5:
+                    if same_input or ca == cb:
                         rule = "retry-same-tool"
+                    else:
+                        # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
+                        sm = SequenceMatcher(None, ca, cb)
+                        if sm.real_quick_ratio() >= 0.5 and sm.quick_ratio() >= 0.5 and sm.ratio() >= 0.5:
+                            rule = "retry-same-tool"
                 elif same_input and nb["modality"] == b.nodes[la]["modality"]:
                     rule = "retry-same-input"
                 if rule:

@@ -39,6 +39,9 @@ _PARTS = re.compile(r"[:=]").split
 _TRAILING = ".,;:!?'\")]}>"
 _SKIP_PATHS = frozenset(["/", ".", "..", "./", "../", "/dev/null", "/dev/stdout", "/dev/stderr", "-", "~"])
 _GLOB_CHARS = frozenset("*?[")
+# The whitespace-separated words of a text that hold a digit, `/`, `.`, `:` or `=` (no other word can
+# be a path, URL or value), found in C: the start of a word, then possessively up to such a character.
+_CANDIDATES = re.compile(r"(?<!\S)[^\s\d/.:=]*+[\d/.:=]\S*").findall
 
 
 def words(text: str) -> frozenset[str]:
@@ -70,7 +73,7 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
     paths: dict[str, None] = {}
     urls: dict[str, None] = {}
     values: dict[str, None] = {}
-    for tok in clip(text).translate(_SEP).split():
+    for tok in _CANDIDATES(clip(text).translate(_SEP)):
         if len(tok) < 2:
             continue
         if "://" in tok:
