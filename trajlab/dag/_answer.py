@@ -239,8 +239,11 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
         for _, o in outs:
             starts.append(pos)
             pos += len(o) + 1
+        lower = big.lower()  # a word whose lower case is not in it is in no case variant in `big`
         for w in words[:20]:
             best = -1
+            if w.lower() not in lower:
+                continue
             for f in dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())):
                 # the first occurrence (before the best so far) not inside a longer name
                 m = _term_re(f).search(big, 0, len(big) if best < 0 else best + len(f))

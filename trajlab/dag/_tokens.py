@@ -227,11 +227,14 @@ def ext_of(path: str) -> str | None:
     return base.rsplit(".", 1)[-1].lower()
 
 
+_NOT_IN_PATHS = frozenset(" \n\t$`(){}<>|;&=\"'")
+
+
 def is_pathlike(word: str) -> bool:
     """A command-line word that names a file: has a slash, or a known extension. Not an option or URL."""
     if not word or len(word) > 400 or word[0] == "-" or is_url(word):
         return False
-    if any(c in word for c in " \n\t$`(){}<>|;&=\"'"):
+    if not _NOT_IN_PATHS.isdisjoint(word):
         return False
     if word in _SKIP_PATHS:
         return False
