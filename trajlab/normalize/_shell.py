@@ -24,7 +24,10 @@ from dataclasses import dataclass, field
 _PLAIN = re.compile(r"[^\s'\"\\$`#()<>|&;{}]+")
 _DQ_PLAIN = re.compile(r'[^"\\$]+')
 # Commands with nothing but words, single quotes and `| || && ; &` take a fast path (most real ones).
-_COMPLEX = re.compile(r"[\"\\$`#()<>{}]|[^\S \t]|\[\[|\bcase\b")
+# (Checked as one character scan, then `[[` and the word `case` with str methods: the same test as
+# the single regex `[\"\\$`#()<>{}]|[^\S \t]|\[\[|\bcase\b`, about twice as fast.)
+_COMPLEX_CHAR = re.compile(r"[\"\\$`#()<>{}]|[^\S \t]")
+_CASE_WORD = re.compile(r"\bcase\b")
 _FAST_TOKEN = re.compile(r"&&|\|\||\|&|;;|[|;&]|(?:[^\s'|;&]+|'[^']*')+")
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", ">>", "&>", ">&", "<&", ">|", "<>", ">", "<")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0", "e": "\x1b"}
@@ -446,6 +449,11 @@ def _fast(s: str) -> ParsedShell:
 
 def parse_shell(s: str) -> ParsedShell:
     """Split a command line into simple commands; never raises, linear time."""
-    if _COMPLEX.search(s) is None and s.count("'") % 2 == 0:
+    if (
+        _COMPLEX_CHAR.search(s) is None
+        and "[[" not in s
+        and ("case" not in s or _CASE_WORD.search(s) is None)
+        and s.count("'") % 2 == 0
+    ):
         return _fast(s)
     return _Parser(s).run()

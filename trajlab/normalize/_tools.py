@@ -105,6 +105,13 @@ def _skip_options(argv: list[str], i: int, with_value: frozenset[str] = frozense
 
 
 Resolved = list[tuple[str, list[str]]]
+# Programs `_resolve` looks through or treats specially; every other program resolves to itself.
+_LOOKED_THROUGH = frozenset(
+    {"sudo", "doas", "env", "timeout", "xargs", "find", "npx", "pnpx", "bunx", "python"}
+    | {"uv", "poetry", "pipenv", "conda", "mamba", "pixi"}
+    | WRAPPERS_SIMPLE
+    | SHELLS
+)
 
 
 def _resolve(argv: list[str], depth: int = 0) -> Resolved:
@@ -116,6 +123,8 @@ def _resolve(argv: list[str], depth: int = 0) -> Resolved:
         return []
     prog = program_name(argv[i])
     rest = argv[i + 1 :]
+    if prog not in _LOOKED_THROUGH:  # most programs: none of the cases below
+        return [(prog, rest)]
     if prog in ("sudo", "doas"):
         j = _skip_options(rest, 0, frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}))
         return _resolve(rest[j:], depth + 1)
@@ -170,21 +179,24 @@ def _resolve(argv: list[str], depth: int = 0) -> Resolved:
 
 
 def _ext(word: str) -> str | None:
+    if "." not in word:  # EXT_RE starts with a dot
+        return None
     m = EXT_RE.search(word + " ")
     return m.group(1).lower() if m else None
 
 
 def _media_of_words(words: list[str]) -> str | None:
-    found = set()
+    """The medium of the files named, video over audio over image."""
+    audio = image = False
     for w in words:
         e = _ext(w)
         if e in VIDEO_EXT:
-            found.add("video")
-        elif e in AUDIO_EXT:
-            found.add("audio")
+            return "video"  # nothing ranks above it
+        if e in AUDIO_EXT:
+            audio = True
         elif e in IMAGE_EXT:
-            found.add("image")
-    return next((m for m in ("video", "audio", "image") if m in found), None)
+            image = True
+    return "audio" if audio else "image" if image else None
 
 
 def _ffmpeg_modality(args: list[str]) -> str:
@@ -199,11 +211,27 @@ def _ffmpeg_modality(args: list[str]) -> str:
     return in_media or "video"
 
 
+def _import_words(rx: re.Pattern[str]) -> tuple[str, ...]:
+    """The words of a `\\b(w1|w2|...)\\b` pattern as plain text: one of them is in any text it matches."""
+    body = rx.pattern
+    assert body.startswith("\\b(") and body.endswith(")\\b"), body
+    words = tuple(w.replace("\\.", ".") for w in body[3:-3].split("|"))
+    assert all(re.escape(w) == raw for w, raw in zip(words, body[3:-3].split("|"))), body
+    return words
+
+
+# Each pattern is searched only when one of its words occurs (str `in` is much cheaper than the search).
+_IMPORT_CHECKS = [(rx, _import_words(rx), mod) for rx, mod in PY_IMPORT_MODALITY]
+
+
 def _code_modality(code: str | None) -> str | None:
     if code:
-        for rx, mod in PY_IMPORT_MODALITY:
-            if rx.search(code):
-                return mod
+        for rx, words, mod in _IMPORT_CHECKS:
+            for w in words:
+                if w in code:
+                    if rx.search(code):
+                        return mod
+                    break
     return None
 
 
@@ -373,7 +401,12 @@ def _normalize(tool_name: str | None, args: Any, json_string: bool = True) -> To
             code = argd.get("code") or argd.get("script") or argd.get("input") or ""
             modality = _code_modality(code if isinstance(code, str) else "") or "compute"
         if modality is None:
-            path = next((argd[k] for k in PATH_KEYS if isinstance(argd.get(k), str)), None)
+            path = None
+            for k in PATH_KEYS:
+                v = argd.get(k)
+                if isinstance(v, str):
+                    path = v
+                    break
             modality = (_media_of_words([path]) if path else None) or "file"
             if tool == "read" and path and modality == "image":
                 tool = "image_read"
