@@ -89,7 +89,9 @@ def scan_part(
         except (OSError, pa.ArrowException) as e:
             raise LabError(f"cannot read steps part {path}: {e}") from e
         if wanted is not None:
-            batch = batch.filter(pc.is_in(batch.column("trajectory_id"), value_set=wanted))
+            keep = pc.is_in(batch.column("trajectory_id"), value_set=wanted)
+            if keep.true_count < batch.num_rows:  # a filter copies every column, even to keep all rows
+                batch = batch.filter(keep)
             if not batch.num_rows:
                 continue
         if batch.schema.names != names or any(
