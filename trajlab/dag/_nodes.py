@@ -87,7 +87,8 @@ def modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
     if m in ("file", "compute"):
         if tool in DOC_PROGRAMS or any(p in DOC_PROGRAMS for p in s.get("programs") or ()):
             return "document"
-        for p in [*io.consumed, *(x for x, _ in io.produced)]:
-            if ext_of(p) in DOC_EXT:
-                return "document"
+        if io.docs is None:  # a cached (shared) StepIO keeps the answer for every step running it
+            io.docs = any(ext_of(p) in DOC_EXT for p in (*io.consumed, *(x for x, _ in io.produced)))
+        if io.docs:
+            return "document"
     return m

@@ -33,6 +33,7 @@ _O_PROGRAMS = words(
 _OUTPUT_LONG = words(
     "--output --output-dir --output_dir --outdir --out --out-dir --output-file --output_file --output-document --save-path --download-dir --directory-prefix --target-dir"
 )
+_OUTPUT_FLAGS_O = _OUTPUT_LONG | {"-o"}  # `-o` is an output only for _O_PROGRAMS
 _DIR_OUTPUT = words(
     "--output-dir --output_dir --outdir --out-dir --save-path --download-dir --directory-prefix --target-dir"
 )
@@ -424,9 +425,7 @@ def _one(acc: _Acc, prog: str, args: list[str], sc: SimpleCommand) -> None:
                 acc.io.written_code[acc.p(target)] = sc.heredocs[0]
         elif op == "<":
             acc.consume_words([target])
-    for flag, val in _flag_values(
-        args, _OUTPUT_LONG | (frozenset(["-o"]) if prog in _O_PROGRAMS else frozenset())
-    ):
+    for flag, val in _flag_values(args, _OUTPUT_FLAGS_O if prog in _O_PROGRAMS else _OUTPUT_LONG):
         if prog in ("curl", "wget", "yt-dlp", "whisper"):
             continue
         if flag in _DIR_OUTPUT:

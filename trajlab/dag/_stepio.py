@@ -53,6 +53,7 @@ class StepIO:
     value_text: str = ""
     primary: str | None = None
     shared: bool = False  # the lists belong to a cached ShellIO
+    docs: bool | None = None  # does it read or write a document file (`_nodes.modality`; computed once)
 
     def unshared(self) -> StepIO:
         return dataclasses.replace(
@@ -61,6 +62,7 @@ class StepIO:
             consumed=list(self.consumed),
             urls=list(self.urls),
             shared=False,
+            docs=None,
         )  # the main input (first consumed path or URL), used by the retry rule
 
 
