@@ -84,6 +84,10 @@ class ParseContext:
         """Quarantine a record a reader already yielded (JSON that is not what the adapter expects)."""
         self.quarantine(rec.path, reason, error_type, raw_of(rec), rec.line, rec.offset, counted=True)
 
+    def reject_line(self, path: Path, line: int, offset: int, raw: bytes, reason: str) -> None:
+        """`reject` for a line `read_jsonl_lines` yielded."""
+        self.quarantine(path, reason, "schema", raw, line, offset, counted=True)
+
 
 @dataclass(slots=True)
 class Record:
@@ -163,24 +167,56 @@ def read_jsonl(path: Path, ctx: ParseContext) -> Iterator[Record]:
             except orjson.JSONDecodeError as e:
                 off = offset
                 offset += len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    obj = loads_lenient(raw)
-                except (orjson.JSONDecodeError, UnicodeDecodeError):
-                    etype, why, pos = describe_json_error(raw, e, at_end=not raw.endswith(b"\n"))
-                    ctx.quarantine(
-                        path, f"{path.name} line {lineno} (byte {off + pos}): {why}", etype, raw, lineno, off
-                    )
-                    continue
-                ctx.records_seen += 1
-                ctx.records_ingested += 1
-                yield Record(path, lineno, off, raw, obj)
+                ok, obj = _recover(path, ctx, raw, e, lineno, off)
+                if ok:
+                    yield Record(path, lineno, off, raw, obj)
                 continue
             ctx.records_seen += 1
             ctx.records_ingested += 1
             yield Record(path, lineno, offset, raw, obj)
             offset += len(raw)
+
+
+def read_jsonl_lines(path: Path, ctx: ParseContext) -> Iterator[tuple[Any, int, int, bytes]]:
+    """`read_jsonl` yielding `(obj, line, offset, raw)` tuples instead of Records (cheaper per line, for
+    the adapters of big files); reject a line with `ctx.reject_line(path, line, offset, raw, reason)`."""
+    loads = orjson.loads
+    offset = 0
+    lineno = 0
+    with open(path, "rb", buffering=1 << 20) as f:
+        for raw in f:
+            lineno += 1
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError as e:
+                off = offset
+                offset += len(raw)
+                ok, obj = _recover(path, ctx, raw, e, lineno, off)
+                if ok:
+                    yield obj, lineno, off, raw
+                continue
+            ctx.records_seen += 1
+            ctx.records_ingested += 1
+            yield obj, lineno, offset, raw
+            offset += len(raw)
+
+
+def _recover(
+    path: Path, ctx: ParseContext, raw: bytes, e: orjson.JSONDecodeError, lineno: int, off: int
+) -> tuple[bool, Any]:
+    """A line orjson refused: (True, value) when it is valid JSON after all (counted as ingested),
+    else (False, None), a blank line skipped or the line quarantined."""
+    if not raw.strip():
+        return False, None
+    try:
+        obj = loads_lenient(raw)
+    except (orjson.JSONDecodeError, UnicodeDecodeError):
+        etype, why, pos = describe_json_error(raw, e, at_end=not raw.endswith(b"\n"))
+        ctx.quarantine(path, f"{path.name} line {lineno} (byte {off + pos}): {why}", etype, raw, lineno, off)
+        return False, None
+    ctx.records_seen += 1
+    ctx.records_ingested += 1
+    return True, obj
 
 
 def load_json(path: Path, ctx: ParseContext) -> Any | None:

@@ -24,9 +24,8 @@ from ._base import (
     SourceUnit,
     as_text,
     first_json_line,
-    read_jsonl,
 )
-from ._read import json_objects
+from ._read import json_objects, read_jsonl_lines
 from ._safe import BAD_SHAPE, as_int, raw_of_obj, rollback
 
 _LINE_TYPES = {
@@ -206,18 +205,22 @@ class ClaudeCodeAdapter(Adapter):
     # -- reading ------------------------------------------------------------------------------
 
     def _read(self, path: Path, ctx: ParseContext, tr: _Transcript) -> None:
-        for rec in read_jsonl(path, ctx):
-            if type(rec.obj) is not dict or type(rec.obj.get("type")) is not str:
-                ctx.reject(rec, f"{path.name} line {rec.line}: not a transcript line (no `type`)")
+        steps = tr.steps
+        line_of = self._line
+        for d, line, off, raw in read_jsonl_lines(path, ctx):
+            if type(d) is not dict or type(d.get("type")) is not str:
+                ctx.reject_line(
+                    path, line, off, raw, f"{path.name} line {line}: not a transcript line (no `type`)"
+                )
                 continue
-            n = len(tr.steps)
+            n = len(steps)
             try:
-                why = self._line(rec.obj, rec.line, tr)
+                why = line_of(d, line, tr)
             except BAD_SHAPE as e:  # a field of the wrong type: quarantine the line, undo its steps
-                rollback(tr.steps, [tr.link], n)
-                why = f"malformed {str(rec.obj.get('type'))[:40]!r} line ({type(e).__name__}: {e})"
+                rollback(steps, [tr.link], n)
+                why = f"malformed {str(d.get('type'))[:40]!r} line ({type(e).__name__}: {e})"
             if why:
-                ctx.reject(rec, f"{path.name} line {rec.line}: {why}")
+                ctx.reject_line(path, line, off, raw, f"{path.name} line {line}: {why}")
 
     def _progress_message(
         self, path: Path, ctx: ParseContext, line: int | None, obj: dict[str, Any], tr: _Transcript

@@ -33,9 +33,8 @@ from ._base import (
     as_text,
     first_json_line,
     parse_args,
-    read_jsonl,
 )
-from ._read import json_objects
+from ._read import json_objects, read_jsonl_lines
 from ._safe import BAD_SHAPE, rollback
 
 _ROLLOUT_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -168,52 +167,68 @@ class CodexRolloutAdapter(Adapter):
 
     def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
         st = _State()
-        for rec in read_jsonl(unit.primary, ctx):
-            d = rec.obj
+        path = unit.primary
+        item, event = self._item, self._event
+        for d, line, off, raw in read_jsonl_lines(path, ctx):
             if type(d) is not dict:
-                ctx.reject(rec, f"line {rec.line}: expected a JSON object, got {type(d).__name__}")
+                ctx.reject_line(
+                    path, line, off, raw, f"line {line}: expected a JSON object, got {type(d).__name__}"
+                )
                 continue
             typ = d.get("type")
             p = d.get("payload")
             ts = d.get("timestamp")
-            if typ is not None and type(typ) is not str:  # a list here raised TypeError (unhashable)
-                ctx.reject(rec, f"line {rec.line}: `type` is {type(typ).__name__}, not a line type")
-                continue
-            if p is None and typ not in _ROLLOUT_TYPES:
-                if "instructions" in d and "id" in d:  # early format: a bare session header
-                    st.native = d.get("id")
-                    st.t["started_at"] = d.get("timestamp")
-                    if d.get("instructions"):
-                        st.steps.append(
-                            {
-                                "kind": "system",
-                                "role": "system",
-                                "text": d["instructions"],
-                                "source_line": rec.line,
-                            }
+            if type(typ) is not str or type(p) is not dict:  # (a well-formed line skips these checks)
+                if typ is not None and type(typ) is not str:  # a list here raised TypeError (unhashable)
+                    ctx.reject_line(
+                        path, line, off, raw, f"line {line}: `type` is {type(typ).__name__}, not a line type"
+                    )
+                    continue
+                if p is None and typ not in _ROLLOUT_TYPES:
+                    if "instructions" in d and "id" in d:  # early format: a bare session header
+                        st.native = d.get("id")
+                        st.t["started_at"] = d.get("timestamp")
+                        if d.get("instructions"):
+                            st.steps.append(
+                                {
+                                    "kind": "system",
+                                    "role": "system",
+                                    "text": d["instructions"],
+                                    "source_line": line,
+                                }
+                            )
+                        continue
+                    if type(d.get("type")) is not str:  # neither a rollout line nor an item: damaged
+                        ctx.reject_line(
+                            path,
+                            line,
+                            off,
+                            raw,
+                            f"line {line}: no `type` (not a rollout line nor a response item)",
                         )
+                        continue
+                    typ, p = "response_item", d  # early format: the line itself is the item
+                elif type(typ) is not str:
+                    ctx.reject_line(
+                        path, line, off, raw, f"line {line}: `type` is {type(typ).__name__}, not a line type"
+                    )
                     continue
-                if type(d.get("type")) is not str:  # neither a rollout line nor an item: damaged
-                    ctx.reject(rec, f"line {rec.line}: no `type` (not a rollout line nor a response item)")
+                if type(p) is not dict:
+                    ctx.reject_line(
+                        path, line, off, raw, f"line {line}: `payload` of a {typ!r} line is not an object"
+                    )
                     continue
-                typ, p = "response_item", d  # early format: the line itself is the item
-            elif type(typ) is not str:
-                ctx.reject(rec, f"line {rec.line}: `type` is {type(typ).__name__}, not a line type")
-                continue
-            if type(p) is not dict:
-                ctx.reject(rec, f"line {rec.line}: `payload` of a {typ!r} line is not an object")
-                continue
-            if typ in ("response_item", "event_msg") and type(p.get("type")) is not str:
-                ctx.reject(rec, f"line {rec.line}: {typ} payload without a `type`")
+            if (typ == "response_item" or typ == "event_msg") and type(p.get("type")) is not str:
+                ctx.reject_line(path, line, off, raw, f"line {line}: {typ} payload without a `type`")
                 continue
             n = len(st.steps)
             try:
                 if typ == "response_item":
-                    self._item(st, p, ts, rec.line)
+                    item(st, p, ts, line)
                 elif typ == "event_msg":
-                    self._event(st, p, ts, rec.line)
+                    event(st, p, ts, line)
                 elif typ == "session_meta":
-                    self._session_meta(st, p, ts, rec.line)
+                    self._session_meta(st, p, ts, line)
                 elif typ == "turn_context":
                     model = p.get("model")
                     if model and model not in st.models:
@@ -227,12 +242,14 @@ class CodexRolloutAdapter(Adapter):
                             "role": "system",
                             "text": p.get("message"),
                             "timestamp": ts,
-                            "source_line": rec.line,
+                            "source_line": line,
                         }
                     )
             except BAD_SHAPE as e:  # a field of the wrong type: quarantine the line, undo its steps
                 rollback(st.steps, [st.link], n)
-                ctx.reject(rec, f"line {rec.line}: malformed {typ} line ({type(e).__name__}: {e})")
+                ctx.reject_line(
+                    path, line, off, raw, f"line {line}: malformed {typ} line ({type(e).__name__}: {e})"
+                )
         if ctx.records_ingested == 0:
             return
         yield self._finish(st)
