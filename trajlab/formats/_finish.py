@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from ..normalize import normalize_call
@@ -12,6 +12,7 @@ from ._base import ParsedTrajectory, SourceUnit, json_str, parse_ts
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
 _INT64_MAX = 2**63 - 1
+fromisoformat = datetime.fromisoformat
 
 
 def _token_count(v: Any) -> int | None:
@@ -98,7 +99,16 @@ def finish_trajectory(
             s["metadata"] = json_str(md)
         ts = s.get("timestamp")
         if ts is not None:
-            if type(ts) is not datetime or ts.tzinfo is None:
+            if type(ts) is str:  # parse_ts's first case, inline
+                try:
+                    ts = fromisoformat(ts)
+                except ValueError:
+                    ts = parse_ts(ts)
+                else:
+                    if ts.tzinfo is None:
+                        ts = ts.replace(tzinfo=timezone.utc)
+                s["timestamp"] = ts
+            elif type(ts) is not datetime or ts.tzinfo is None:
                 ts = s["timestamp"] = parse_ts(ts)
             if ts is not None:
                 if first_ts is None or ts < first_ts:
