@@ -15,7 +15,7 @@ import os
 import threading
 import traceback
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,25 +127,6 @@ def _parse_units(args: tuple[list[SourceUnit], str, int]) -> tuple[BatchResult, 
     writers = _Writers(folder, generation)
     result = BatchResult()
     meta = _STATE["meta"]
-    # The digests are computed on a thread ahead of the parsing: reading the files into one buffer
-    # (readinto) and xxh3 release the GIL, and the bytes are then in the page cache for the adapter.
-    hasher = ThreadPoolExecutor(1, thread_name_prefix="trajlab-digest")
-    digests = [hasher.submit(unit_digest, u.files) if u.digest is None else None for u in units]
-    try:
-        with fewer_gc_passes(*GC_THRESHOLD, freeze=True):
-            _parse_loop(units, digests, writers, result, meta)
-    finally:
-        hasher.shutdown(wait=True, cancel_futures=True)
-    return result, writers
-
-
-def _parse_loop(
-    units: list[SourceUnit],
-    digests: list[Future[str] | None],
-    writers: _Writers,
-    result: BatchResult,
-    meta: MetaIndex | None,
-) -> None:
     waiting: list[_Open] = []  # small units whose rows are converted together, in unit order
     waiting_steps = waiting_bytes = 0
 
@@ -158,19 +139,21 @@ def _parse_loop(
         waiting.clear()
         waiting_steps = waiting_bytes = 0
 
-    for unit, digest in zip(units, digests):
-        op = _open_unit(unit, writers, _STATE["defaults"], meta, digest)
-        result.bytes += sum(op.sizes)
-        if not op.deferrable:
-            close_waiting()
-            result.units.append(_close_unit(op, writers, meta))
-            continue
-        waiting.append(op)
-        waiting_steps += len(op.rows.pending_s)
-        waiting_bytes += sum(op.sizes)
-        if waiting_steps >= CHUNK_STEPS or waiting_bytes >= WAIT_BYTES:
-            close_waiting()
-    close_waiting()
+    with fewer_gc_passes(*GC_THRESHOLD, freeze=True):
+        for unit in units:
+            op = _open_unit(unit, writers, _STATE["defaults"], meta)
+            result.bytes += sum(op.sizes)
+            if not op.deferrable:
+                close_waiting()
+                result.units.append(_close_unit(op, writers, meta))
+                continue
+            waiting.append(op)
+            waiting_steps += len(op.rows.pending_s)
+            waiting_bytes += sum(op.sizes)
+            if waiting_steps >= CHUNK_STEPS or waiting_bytes >= WAIT_BYTES:
+                close_waiting()
+        close_waiting()
+    return result, writers
 
 
 def _stat(unit: SourceUnit) -> tuple[list[int], list[int]]:
@@ -212,11 +195,7 @@ class _Open:
 
 
 def _open_unit(
-    unit: SourceUnit,
-    writers: _Writers,
-    defaults: dict[str, Any],
-    meta: MetaIndex | None,
-    digest: Future[str] | None = None,
+    unit: SourceUnit, writers: _Writers, defaults: dict[str, Any], meta: MetaIndex | None
 ) -> _Open:
     """Parse a unit and finish its trajectories; rows beyond CHUNK_STEPS are converted on the way."""
     now = datetime.now(timezone.utc)
@@ -225,7 +204,7 @@ def _open_unit(
     ctx = ParseContext(unit, adapter.runner)
     if unit.digest is None:
         try:
-            unit.digest = digest.result() if digest is not None else unit_digest(unit.files)
+            unit.digest = unit_digest(unit.files)
         except OSError as e:
             ctx.quarantine(unit.primary, f"{unit.primary.name}: cannot read: {e}", "io")
             unit.digest = f"{DIGEST_ALGORITHM}:unreadable"
