@@ -287,6 +287,60 @@ def _deep_dump(doc: Any, recs: list[Any]) -> bytes:
     return out.replace(json.dumps(marker).encode(), b"[" * NESTED_DEEP + b"]" * NESTED_DEEP)
 
 
+ODD_NAME_KEYS = ("name", "model", "tool_name")
+ODD_NAME_VALUES: list[Any] = [True, 1.5, {"k": 1}, ["a", 1]]
+
+
+def _set_key(doc: Any, key: str, value: Any) -> int:
+    """Every string held under `key` anywhere in `doc` replaced by `value`; how many were."""
+    n = 0
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == key and isinstance(v, str):
+                doc[k] = copy.deepcopy(value)
+                n += 1
+            else:
+                n += _set_key(v, key, value)
+    elif isinstance(doc, list):
+        for v in doc:
+            n += _set_key(v, key, value)
+    return n
+
+
+def odd_name_mutants(case: Case, data: bytes) -> list[Mutant]:
+    """Every tool name, model name or `tool_name` of the file (each key in turn) replaced by a value
+    of another type (`true`, `1.5`, an object, a list): what a damaged or hand-edited file holds.
+    Only the keys the file has give mutants."""
+    out = []
+    for key in ODD_NAME_KEYS:
+        for n, value in enumerate(ODD_NAME_VALUES):
+            if case.jsonl:
+                lines = data.splitlines(keepends=True)
+                edited = []
+                for i, line in enumerate(lines):
+                    try:
+                        doc = json.loads(line)
+                    except ValueError:
+                        continue
+                    if _set_key(doc, key, value):
+                        lines[i] = _dump(doc, None) + b"\n"
+                        edited.append(i + 1)
+                if edited:
+                    out.append(
+                        Mutant(
+                            f"odd-{key}-{n}",
+                            b"".join(lines),
+                            f"every {key} is {value!r}",
+                            edited=tuple(edited),
+                        )
+                    )
+            else:
+                doc = json.loads(data)
+                if _set_key(doc, key, value):
+                    out.append(Mutant(f"odd-{key}-{n}", _dump(doc, 1), f"every {key} is {value!r}"))
+    return out
+
+
 def mutants(case: Case, data: bytes, seed: str = "") -> list[Mutant]:
     gen: Callable[[bytes, str], Iterator[Mutant]] = jsonl_mutants if case.jsonl else json_mutants
     return list(gen(data, case.primary + seed))

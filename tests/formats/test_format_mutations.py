@@ -14,12 +14,13 @@ import json
 import shutil
 import zipfile
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from mutation_cases import Case, Mutant, mutants
+from mutation_cases import Case, Mutant, mutants, odd_name_mutants
 
 from trajlab.ingest import ingest
 from trajlab.store import Lab, query
@@ -92,15 +93,18 @@ CASES = [
 ]
 
 
-def _layout(case: Case, tmp: Path, seed: str = "") -> tuple[Path, list[tuple[Mutant, Path]]]:
-    """An input folder with the unmutated case (`orig/`) and one copy of the case's root per mutant."""
+def _layout(
+    case: Case, tmp: Path, seed: str = "", make: Callable[[Case, bytes], list[Mutant]] | None = None
+) -> tuple[Path, list[tuple[Mutant, Path]]]:
+    """An input folder with the unmutated case (`orig/`) and one copy of the case's root per mutant
+    (the seeded `mutants`, or those `make` gives)."""
     src_root = FIXTURES / case.root
     rel = Path(case.primary).relative_to(case.root)
     data = (FIXTURES / case.primary).read_bytes()
     inp = tmp / "in"
     out = []
     shutil.copytree(src_root, inp / "orig")
-    for m in mutants(case, data, seed):
+    for m in make(case, data) if make is not None else mutants(case, data, seed):
         dst = inp / m.name
         shutil.copytree(src_root, dst)
         (dst / rel).write_bytes(m.data)
@@ -151,10 +155,12 @@ def _check_lines(
         problems.append(f"{where}: edited lines {silent} dropped without a quarantine row")
 
 
-def check_case(case: Case, tmp: Path, seed: str = "") -> list[str]:
+def check_case(
+    case: Case, tmp: Path, seed: str = "", make: Callable[[Case, bytes], list[Mutant]] | None = None
+) -> list[str]:
     """Ingest every mutant of `case`; the problems found, one line each (empty: all good). Another
-    `seed` gives other mutants (for exploring; the test uses the default)."""
-    inp, muts = _layout(case, tmp, seed)
+    `seed` gives other mutants (for exploring; the test uses the default); `make` other kinds."""
+    inp, muts = _layout(case, tmp, seed, make)
     rep = ingest([inp], tmp / "lab", workers=1, progress=False)
     lab = Lab.open(tmp / "lab")
     problems: list[str] = []
@@ -232,6 +238,17 @@ def check_case(case: Case, tmp: Path, seed: str = "") -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.adapter}:{Path(c.primary).name}")
 def test_mutants_ingest_without_loss(case: Case, tmp_path: Path) -> None:
     problems = check_case(case, tmp_path)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.adapter}:{Path(c.primary).name}")
+def test_names_of_another_type_cost_no_run(case: Case, tmp_path: Path) -> None:
+    """Tool names, model names and tool_name fields that are `true`, `1.5`, an object or a list: the
+    run still ingests (Claude Code lost whole transcripts to a model object and to a tool name that
+    was a number, and tool normalization raised on a name that was not a string)."""
+    if not odd_name_mutants(case, (FIXTURES / case.primary).read_bytes()):
+        pytest.skip("the file has none of the keys")
+    problems = check_case(case, tmp_path, make=odd_name_mutants)
     assert not problems, "\n".join(problems)
 
 

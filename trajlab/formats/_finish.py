@@ -8,6 +8,7 @@ from typing import Any
 from ..normalize import normalize_call
 from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import ParsedTrajectory, SourceUnit, json_str, parse_ts
+from ._typed import text_of
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
@@ -72,6 +73,9 @@ def finish_trajectory(
         if kind == "tool_call":
             n_calls += 1
             args = s.get("arguments")
+            name = s.get("tool_name")
+            if name is not None and type(name) is not str:  # damaged input: kept as text, like the column
+                s["tool_name"] = text_of(name)
             if s.get("tool") is None:
                 info = normalize_call(s.get("tool_name"), args)
                 s["tool"] = info.tool

@@ -40,7 +40,8 @@ def _kinds(model: type) -> dict[str, str]:
     return out
 
 
-def _text(v: Any) -> str:
+def text_of(v: Any) -> str:
+    """A value of the wrong type for a text column, as the text stored instead (JSON for containers)."""
     if isinstance(v, (list, dict)):
         text = as_text(v)
         if text:
@@ -81,7 +82,7 @@ def _fix(row: dict[str, Any], model: type, where: str, anomalies: list[str]) -> 
 
 def _convert(k: str, v: Any, kind: str, where: str, anomalies: list[str]) -> Any:
     if kind == "str":
-        return _text(v)
+        return text_of(v)
     if kind == "int":
         num = None
         if (isinstance(v, float) and v.is_integer()) or (
@@ -106,7 +107,7 @@ def _convert(k: str, v: Any, kind: str, where: str, anomalies: list[str]) -> Any
         return bool(v)
     if kind == "list":
         return (
-            [x if type(x) is str else _text(x) for x in v if x is not None] if isinstance(v, list) else None
+            [x if type(x) is str else text_of(x) for x in v if x is not None] if isinstance(v, list) else None
         )
     return v
 
@@ -114,7 +115,7 @@ def _convert(k: str, v: Any, kind: str, where: str, anomalies: list[str]) -> Any
 def typed_rows(t: dict[str, Any], steps: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Coerce the trajectory and step dicts in place to their column types; returns them."""
     raw = t.pop("anomalies", None)
-    anomalies = [_text(a) for a in raw if a is not None] if isinstance(raw, list) else []
+    anomalies = [text_of(a) for a in raw if a is not None] if isinstance(raw, list) else []
     _fix(t, Trajectory, "", anomalies)
     for i, s in enumerate(steps):
         _fix(s, Step, f"step {i} ", anomalies)

@@ -27,6 +27,7 @@ from ._base import (
 )
 from ._read import json_objects, read_jsonl_lines
 from ._safe import BAD_SHAPE, as_int, raw_of_obj, rollback
+from ._typed import text_of
 
 _LINE_TYPES = {
     "user",
@@ -324,6 +325,8 @@ class ClaudeCodeAdapter(Adapter):
         damaged = 0
         mid = msg.get("id")
         model = msg.get("model")
+        if model is not None and type(model) is not str:  # damaged input: kept as text
+            model = text_of(model)
         if model and model != "<synthetic>" and model not in tr.models:
             tr.models.append(model)
         usage = msg.get("usage")

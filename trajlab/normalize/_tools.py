@@ -366,7 +366,10 @@ def _editor_call(low: str, argd: dict[str, Any], text: str | None) -> ToolInfo:
 
 def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
     """Normalize a runner tool call given its name and arguments (a dict, an argv list, a command line
-    string, or the arguments as a JSON string)."""
+    string, or the arguments as a JSON string). A name that is not a string (damaged input: `true`,
+    `1.5`, an object) counts as no name, so the call is still analyzed from its arguments."""
+    if tool_name is not None and type(tool_name) is not str:
+        tool_name = None
     return _normalize(tool_name, args)
 
 
