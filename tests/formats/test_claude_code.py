@@ -130,7 +130,7 @@ def test_lone_surrogates_are_replaced_not_quarantined(tmp_path: Path) -> None:
     (tmp_path / "s.jsonl").write_bytes(line)
     ((_, _t, steps, ctx),) = parse_folder(tmp_path)
     assert ctx.records_quarantined == 0
-    assert steps[0]["text"] == "cut emoji \ufffd\ufffd\ufffd here"
+    assert steps[0]["text"] == "cut emoji \ufffd here"  # one replacement character per lone surrogate
 
 
 # -- the real samples ----------------------------------------------------------------------------------

@@ -122,11 +122,9 @@ def describe_json_error(raw: bytes, err: Exception, at_end: bool) -> tuple[str, 
 
 
 def _scrub(obj: Any) -> Any:
-    """Replace lone UTF-16 surrogates (from `\\ud83d`-style escapes of cut emoji) with U+FFFD."""
+    """Replace each lone UTF-16 surrogate (from `\\ud83d`-style escapes of cut emoji) with one U+FFFD."""
     if isinstance(obj, str):
-        if _SURROGATE.search(obj):
-            return obj.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return obj
+        return _SURROGATE.sub("\ufffd", obj)
     if isinstance(obj, list):
         return [_scrub(x) for x in obj]
     if isinstance(obj, dict):
