@@ -154,25 +154,8 @@ def read_jsonl(path: Path, ctx: ParseContext) -> Iterator[Record]:
     Streams the file line by line (a single line may be large; it is held once). Blank lines are not
     records. A last line without a newline that does not parse is reported as truncated.
     """
-    loads = orjson.loads
-    offset = 0
-    lineno = 0
-    with open(path, "rb", buffering=1 << 20) as f:
-        for raw in f:
-            lineno += 1
-            try:
-                obj = loads(raw)
-            except orjson.JSONDecodeError as e:
-                off = offset
-                offset += len(raw)
-                ok, obj = _recover(path, ctx, raw, e, lineno, off)
-                if ok:
-                    yield Record(path, lineno, off, raw, obj)
-                continue
-            ctx.records_seen += 1
-            ctx.records_ingested += 1
-            yield Record(path, lineno, offset, raw, obj)
-            offset += len(raw)
+    for obj, lineno, offset, raw in read_jsonl_lines(path, ctx):
+        yield Record(path, lineno, offset, raw, obj)
 
 
 def read_jsonl_lines(path: Path, ctx: ParseContext) -> Iterator[tuple[Any, int, int, bytes]]:
