@@ -288,15 +288,16 @@ def _deep_dump(doc: Any, recs: list[Any]) -> bytes:
 
 
 ODD_NAME_KEYS = ("name", "model", "tool_name")
-ODD_NAME_VALUES: list[Any] = [True, 1.5, {"k": 1}, ["a", 1]]
+ODD_VALUES: list[Any] = [True, 1.5, -7, {"k": 1}, ["a", 1]]
 
 
 def _set_key(doc: Any, key: str, value: Any) -> int:
-    """Every string held under `key` anywhere in `doc` replaced by `value`; how many were."""
+    """Every value held under `key` anywhere in `doc` (but nulls and values of `value`'s own type)
+    replaced by `value`; how many were."""
     n = 0
     if isinstance(doc, dict):
         for k, v in doc.items():
-            if k == key and isinstance(v, str):
+            if k == key and v is not None and type(v) is not type(value):
                 doc[k] = copy.deepcopy(value)
                 n += 1
             else:
@@ -307,38 +308,49 @@ def _set_key(doc: Any, key: str, value: Any) -> int:
     return n
 
 
-def odd_name_mutants(case: Case, data: bytes) -> list[Mutant]:
-    """Every tool name, model name or `tool_name` of the file (each key in turn) replaced by a value
-    of another type (`true`, `1.5`, an object, a list): what a damaged or hand-edited file holds.
-    Only the keys the file has give mutants."""
-    out = []
-    for key in ODD_NAME_KEYS:
-        for n, value in enumerate(ODD_NAME_VALUES):
-            if case.jsonl:
-                lines = data.splitlines(keepends=True)
-                edited = []
-                for i, line in enumerate(lines):
-                    try:
-                        doc = json.loads(line)
-                    except ValueError:
-                        continue
-                    if _set_key(doc, key, value):
-                        lines[i] = _dump(doc, None) + b"\n"
-                        edited.append(i + 1)
-                if edited:
-                    out.append(
-                        Mutant(
-                            f"odd-{key}-{n}",
-                            b"".join(lines),
-                            f"every {key} is {value!r}",
-                            edited=tuple(edited),
-                        )
-                    )
-            else:
-                doc = json.loads(data)
-                if _set_key(doc, key, value):
-                    out.append(Mutant(f"odd-{key}-{n}", _dump(doc, 1), f"every {key} is {value!r}"))
+def _keys(doc: Any, out: set[str]) -> set[str]:
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(doc, list):
+        for v in doc:
+            _keys(v, out)
     return out
+
+
+def odd_value_mutants(case: Case, data: bytes, keys: tuple[str, ...] | None = None) -> list[Mutant]:
+    """For each key (of `keys`, default every key the file has) and each of ODD_VALUES, one mutant in
+    which every value under that key, anywhere in the file, is that value of another type: what a
+    damaged, hand-edited or newer runner's file holds (`"id": true`, `"secs": [..]`, `"model": {..}`)."""
+    docs: list[Any] = []
+    lines = data.splitlines(keepends=True) if case.jsonl else [data]
+    for line in lines:
+        try:
+            docs.append(json.loads(line))
+        except ValueError:
+            docs.append(None)
+    names = sorted(_keys(docs, set())) if keys is None else [k for k in keys if k in _keys(docs, set())]
+    out = []
+    for key in names:
+        for n, value in enumerate(ODD_VALUES):
+            changed = list(lines)
+            edited = []
+            for i, doc in enumerate(docs):
+                d = copy.deepcopy(doc)
+                if doc is not None and _set_key(d, key, value):
+                    changed[i] = _dump(d, None) + b"\n" if case.jsonl else _dump(d, 1)
+                    edited.append(i + 1)
+            if edited:
+                kind = f"every {key} is {value!r}"
+                name = f"odd-{key[:40]}-{n}"
+                out.append(Mutant(name, b"".join(changed), kind, edited=tuple(edited) if case.jsonl else ()))
+    return out
+
+
+def odd_name_mutants(case: Case, data: bytes) -> list[Mutant]:
+    """`odd_value_mutants` of the tool names, model names and `tool_name` fields."""
+    return odd_value_mutants(case, data, ODD_NAME_KEYS)
 
 
 def mutants(case: Case, data: bytes, seed: str = "") -> list[Mutant]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from mutation_cases import Case, Mutant, mutants, odd_name_mutants
+from mutation_cases import Case, Mutant, mutants, odd_name_mutants, odd_value_mutants
 
 from trajlab.ingest import ingest
 from trajlab.store import Lab, query
@@ -250,6 +250,19 @@ def test_names_of_another_type_cost_no_run(case: Case, tmp_path: Path) -> None:
         pytest.skip("the file has none of the keys")
     problems = check_case(case, tmp_path, make=odd_name_mutants)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.adapter}:{Path(c.primary).name}")
+def test_any_value_of_another_type_costs_no_run(case: Case, tmp_path: Path) -> None:
+    """Every key of the file in turn, every value under it `true`, `1.5`, `-7`, an object or a list:
+    no adapter crash (the unit would be quarantined whole), the invariant holds and nothing is lost
+    without its bytes. (Found: Codex and Claude Code runs lost to a session or call id that was not a
+    string, a duration's secs/nanos or the token totals of another type, a spawning call id object.)
+    The per-line checks of the other tests are left out: damaging every `type` or `payload` of a file
+    rightly makes the file unrecognised, or its lines unusable."""
+    problems = check_case(case, tmp_path, make=odd_value_mutants)
+    lost = [p for p in problems if "adapter crashed" in p or "invariant" in p or "bytes are not kept" in p]
+    assert not lost, "\n".join(lost[:20])
 
 
 # -- regression cases: mutants that exposed a bug, with what ingest must do with them now --------------

@@ -418,7 +418,7 @@ class ClaudeCodeAdapter(Adapter):
                         fields["stderr"] = tur["stderr"]
                     if tur.get("interrupted"):
                         fields["timed_out"] = True
-                    if tur.get("agentId"):
+                    if tur.get("agentId") and isinstance(cid, str):
                         tr.spawned[str(tur["agentId"])] = cid
                     dur = tur.get("durationMs") or tur.get("totalDurationMs")
                     if isinstance(dur, (int, float)):

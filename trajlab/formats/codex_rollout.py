@@ -279,7 +279,7 @@ class CodexRolloutAdapter(Adapter):
             info = p.get("info")
             if isinstance(info, dict):
                 total = info.get("total_token_usage")
-                if total and total != st.last_usage:  # the same event is often emitted twice
+                if isinstance(total, dict) and total and total != st.last_usage:  # often emitted twice
                     st.last_usage = total
                     lt = info.get("last_token_usage") or {}
                     step = st.model_step
@@ -353,7 +353,9 @@ class CodexRolloutAdapter(Adapter):
         code = p.get("exit_code")
         dur = p.get("duration")
         if isinstance(dur, dict):
-            step["duration_s"] = (dur.get("secs") or 0) + (dur.get("nanos") or 0) / 1e9
+            secs, nanos = dur.get("secs") or 0, dur.get("nanos") or 0
+            if _is_number(secs) and _is_number(nanos):  # else damaged: no duration
+                step["duration_s"] = secs + nanos / 1e9
         if code is not None:
             step["exit_code"] = code
         if (code not in (0, None)) or p.get("status") in ("failed", "declined"):
@@ -520,3 +522,7 @@ class CodexRolloutAdapter(Adapter):
         t["metadata"] = st.meta or None
         t["anomalies"] = st.anomalies
         return ParsedTrajectory(t, steps, native_key=st.native)
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in (int, float)

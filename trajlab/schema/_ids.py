@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import xxhash
 
 DIGEST_ALGORITHM = "xxh3_128"
+
+
+def _part(p: Any) -> bytes:
+    """A part's bytes: text as UTF-8, bytes as they are, None as empty, anything else (a runner's id
+    that is a number, a boolean or an object: damaged input) as its JSON text, so the id is still stable."""
+    if isinstance(p, str):
+        return p.encode("utf-8", "surrogatepass")
+    if p is None:
+        return b""
+    if isinstance(p, (bytes, bytearray, memoryview)):
+        return bytes(p)
+    return orjson.dumps(p, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
 def digest_bytes(*parts: bytes | str) -> str:
     """`xxh3_128:<32 hex>` over the parts, separated so that ("ab","c") != ("a","bc")."""
     h = xxhash.xxh3_128()
     for p in parts:
-        h.update(p.encode("utf-8", "surrogatepass") if isinstance(p, str) else p)
+        h.update(_part(p))
         h.update(b"\x00")
     return f"{DIGEST_ALGORITHM}:{h.hexdigest()}"
 
@@ -20,9 +35,7 @@ def short_id(prefix: str, *parts: bytes | str | None) -> str:
     """`<prefix>_<16 hex>` from the parts (None parts count as empty)."""
     h = xxhash.xxh3_128()
     for p in parts:
-        if p is None:
-            p = b""
-        h.update(p.encode("utf-8", "surrogatepass") if isinstance(p, str) else p)
+        h.update(_part(p))
         h.update(b"\x00")
     return f"{prefix}_{h.hexdigest()[:16]}"
 
