@@ -122,6 +122,28 @@ def test_orphan_subagent_file(tmp_path: Path, fixtures_dir: Path) -> None:
     assert {s["agent_id"] for s in steps} == {"a1b2c3d"} and t["n_steps"] == 3
 
 
+def test_two_calls_whose_progress_lines_name_the_same_agent_keep_both(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """agent_progress lines of two Task calls naming one agent id (reused, or damaged to `true`): the
+    second call's sub-agent was skipped as if it had its own file, and its steps were lost silently."""
+    shutil.copytree(fixtures_dir / "claude_code", tmp_path / "cc")
+    for f in (tmp_path / "cc").rglob("*.jsonl"):
+        rows = [orjson.loads(line) for line in f.read_bytes().splitlines()]
+        for r in rows:
+            data = r.get("data")
+            if isinstance(data, dict) and "agentId" in data:
+                data["agentId"] = "same"
+        f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    ((_, t, steps, ctx),) = parse_folder(tmp_path / "cc")
+    steps0 = parse_folder(fixtures_dir / "claude_code")[0][2]
+    texts0 = [s.get("text") for s in steps0 if s.get("agent_id") == "e5f6a7b"]
+    kept = [s for s in steps if s.get("agent_id", "").startswith("same-")]
+    assert [s.get("text") for s in kept] == texts0 and len(kept) == 3
+    assert any("names agent same again; kept apart" in a for a in t["anomalies"])
+    assert ctx.records_quarantined == 0
+
+
 def test_lone_surrogates_are_replaced_not_quarantined(tmp_path: Path) -> None:
     line = (
         b'{"type":"user","sessionId":"s","uuid":"u1","timestamp":"2026-01-01T00:00:00Z",'

@@ -163,10 +163,14 @@ class ClaudeCodeAdapter(Adapter):
         for tr in subs.values():
             anomalies += [f"sub-agent {tr.agent_id}: {a}" for a in tr.anomalies]
         # Sub-agents known only from agent_progress lines (no transcript file, older versions).
+        with_file = set(subs)  # these have their messages in their own file: their progress lines repeat them
         for parent_call, lines in main.progress.items():
-            aid = main.progress_agent.get(parent_call) or f"task-{parent_call[-8:]}"
-            if aid in subs:
+            aid = main.progress_agent.get(parent_call) or f"task-{str(parent_call)[-8:]}"
+            if aid in with_file:
                 continue
+            if aid in subs:  # another call's progress lines already named this agent (a reused or damaged id)
+                anomalies.append(f"agent_progress of call {parent_call} names agent {aid} again; kept apart")
+                aid = f"{aid}-{str(parent_call)[-8:]}"
             tr = _Transcript(aid, 1)
             for line, obj in lines:
                 self._progress_message(unit.primary, ctx, line, obj, tr)
