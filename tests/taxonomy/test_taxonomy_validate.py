@@ -113,3 +113,25 @@ def test_cli_validate_show_schema(tmp_path) -> None:
     assert "categories" in schema["required"]
     r = runner.invoke(cli, ["taxonomy", "show", "nope"])
     assert r.exit_code == 1 and "Error: no taxonomy 'nope'" in r.output
+
+
+def test_a_misspelt_category_after_an_arrow_in_a_rule_is_named() -> None:
+    """Free-text rules send cases on as `-> category_id`; an id there that no category has is reported
+    with its field (a decision rule or a tie-breaker rule), words without `_` are prose and pass."""
+    text = OMNI.replace(
+        "transcript was wrong -> audio_perception.", "transcript was wrong -> audio_perceptoin."
+    ).replace(
+        "- The task needs a modality", "- Goes -> reasoning_calculaton when the task needs a modality", 1
+    )
+    problems = validate_text(text, "omni.yaml")
+    assert len(problems) == 2, problems
+    assert any(
+        "tie_breakers[0].rule: rule sends cases to unknown category 'audio_perceptoin'" in p for p in problems
+    )
+    assert any(
+        ".decision_rules[0]: rule sends cases to unknown category 'reasoning_calculaton'" in p
+        for p in problems
+    )
+    assert all(p.startswith("omni.yaml:") for p in problems)
+    assert validate_text(OMNI, "omni.yaml") == []
+    assert validate_text(OMNI.replace("-> audio_perception.", "-> not_a_failure.", 1), "omni.yaml") == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import cached_property
 from typing import Any
 
@@ -210,7 +211,26 @@ def cross_ref_problems(categories: list[Any]) -> list[tuple[tuple[Any, ...], str
                 out.append((loc, "a tie-breaker cannot be versus its own category"))
             elif versus not in ids:
                 out.append((loc, f"unknown category {versus!r}; known: {', '.join(sorted(ids))}"))
+        # free-text rules name the category a case goes to as `-> category_id`: a misspelt id there
+        # would send the judge to a category that does not exist
+        texts = [
+            (("categories", i, "decision_rules", k), r) for k, r in enumerate(c.get("decision_rules") or [])
+        ]
+        texts += [
+            (("categories", i, "tie_breakers", j, "rule"), tb.get("rule"))
+            for j, tb in enumerate(c.get("tie_breakers") or [])
+            if isinstance(tb, dict)
+        ]
+        for loc, text in texts:
+            if not isinstance(text, str):
+                continue
+            for name in _ARROW_TARGET.findall(text):
+                if "_" in name and name not in ids and name not in RESERVED_LABELS:
+                    out.append((loc, f"rule sends cases to unknown category {name!r} (`-> {name}`)"))
     return out
+
+
+_ARROW_TARGET = re.compile(r"->\s*([a-z][a-z0-9_-]*)")
 
 
 def taxonomy_json_schema() -> dict[str, Any]:
