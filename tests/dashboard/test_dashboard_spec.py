@@ -180,3 +180,43 @@ def test_check_sql_params():
         check_sql("COPY trajectories TO '/tmp/x.csv'")
     with pytest.raises(ValueError, match="only SELECT"):
         check_sql("ATTACH '/tmp/x.db' AS x")
+
+
+def test_shipped_pages_are_the_repository_dashboards_folder():
+    """In a checkout the package's pages folder is the `dashboards/` users edit, and the wheel ships it."""
+    from trajlab.dashboard._spec import PAGES_DIR
+
+    assert PAGES_DIR.resolve() == SHIPPED.resolve()
+    pyproject = (SHIPPED.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"dashboard/pages/*.yaml"' in pyproject
+
+
+def test_an_installed_copy_finds_its_pages_outside_the_repository(tmp_path):
+    """A wheel install has no `dashboards/` beside the package (`trajlab demo` failed at its dashboard step)."""
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    # copied as a wheel holds it: links resolved, no compiled leftovers
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "trajlab",
+        site / "trajlab",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+    )
+    code = (
+        "import trajlab, trajlab.dashboard as d; "
+        "print(trajlab.__file__); print(len(d.load_dashboards().pages))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    where, n = out.stdout.split()
+    assert where.startswith(str(site))
+    assert int(n) == len(list(SHIPPED.glob("*.yaml")))

@@ -438,10 +438,13 @@ def load_file(path: str | Path) -> list[PageSpec]:
     return [_parse_page(data, path, lines, ())]
 
 
+PAGES_DIR = (Path(__file__).parent / "pages").resolve()  # error messages name the file users edit
+
+
 def default_dirs() -> list[Path]:
-    """The shipped `dashboards/` folder (next to the package in a source checkout)."""
-    shipped = Path(__file__).resolve().parents[2] / "dashboards"
-    return [shipped] if shipped.is_dir() else []
+    """The shipped page definitions: `trajlab/dashboard/pages`, installed with the package. In a source
+    checkout it is a link to the repository's `dashboards/` folder, the copy users edit and version."""
+    return [PAGES_DIR] if PAGES_DIR.is_dir() else []
 
 
 def load_dashboards(dirs: Iterable[str | Path] | None = None, include_defaults: bool = True) -> DashboardSpec:
