@@ -66,9 +66,37 @@ def test_detector_map_routes_rules_signals_to_categories() -> None:
 
 
 @pytest.mark.parametrize("name", ["omni-failure.yaml", "multi-agent.yaml"])
-def test_bundled_copy_is_identical_to_the_repo_file(name: str) -> None:
-    assert (BUNDLED_DIR / name).read_bytes() == (REPO / "taxonomy" / name).read_bytes()
+def test_bundled_taxonomies_are_the_repo_files(name: str) -> None:
+    """The package ships the repository's taxonomy/ folder (a link in a checkout, files in a wheel)."""
+    assert BUNDLED_DIR == (REPO / "taxonomy").resolve()
+    assert (BUNDLED_DIR / name).is_file()
     assert validate_file(REPO / "taxonomy" / name) == []
+    assert '"taxonomy/bundled/*.yaml"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_an_installed_copy_loads_the_bundled_taxonomies_outside_the_repo(tmp_path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "trajlab", site / "trajlab", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    code = (
+        "import trajlab, trajlab.taxonomy as t; print(trajlab.__file__); "
+        "print(len(t.load_taxonomy('omni-failure').categories), len(t.load_taxonomy('multi-agent').categories))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    where, n_omni, n_multi = out.stdout.split()
+    assert where.startswith(str(site))
+    assert int(n_omni) == 6 and int(n_multi) > 0
 
 
 def test_lookup_order_explicit_then_cwd_then_env_then_bundled(tmp_path, monkeypatch) -> None:

@@ -13,7 +13,8 @@ from ..errors import ConfigError, InputFileError
 from ._model import Taxonomy, cross_ref_problems
 
 ENV_PATH = "TRAJLAB_TAXONOMY_PATH"
-BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
+# installed with the package; in a checkout a link to the repository's taxonomy/ folder (the copy users edit)
+BUNDLED_DIR = (Path(__file__).parent / "bundled").resolve()
 SUFFIXES = (".yaml", ".yml")
 
 
