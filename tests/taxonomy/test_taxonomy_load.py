@@ -68,7 +68,7 @@ def test_detector_map_routes_rules_signals_to_categories() -> None:
 @pytest.mark.parametrize("name", ["omni-failure.yaml", "multi-agent.yaml"])
 def test_bundled_taxonomies_are_the_repo_files(name: str) -> None:
     """The package ships the repository's taxonomy/ folder (a link in a checkout, files in a wheel)."""
-    assert BUNDLED_DIR == (REPO / "taxonomy").resolve()
+    assert (REPO / "taxonomy").resolve() == BUNDLED_DIR
     assert (BUNDLED_DIR / name).is_file()
     assert validate_file(REPO / "taxonomy" / name) == []
     assert '"taxonomy/bundled/*.yaml"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
