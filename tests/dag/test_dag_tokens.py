@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajlab.dag import _tokens
 from trajlab.dag._tokens import code_io, has_path, has_value, norm_path, pattern_matches, same_file, scan
 
 
@@ -42,3 +49,15 @@ def test_code_literals() -> None:
     assert written == ["out/x.txt", "crop.png"]
     assert read == ["in.mp4", "frames/001.png"]
     assert urls == ["https://x.org/a"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab c/.:=1\n\t-_é\u00a0", max_size=60))
+def test_word_candidates_same_without_the_possessive_quantifier(text):
+    """Python 3.10 has no `*+`: the plain pattern it gets must find the same words."""
+    plain = re.compile(_tokens._CANDIDATES_RE.replace("]*+[", "]*[")).findall
+    assert _tokens._CANDIDATES(text) == plain(text)
+
+
+def test_tokens_compile_on_this_python():
+    assert ("]*+[" in _tokens._CANDIDATES_RE) == (sys.version_info >= (3, 11))

