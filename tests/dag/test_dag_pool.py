@@ -19,6 +19,7 @@ from trajlab.dag._scan import Task, make_tasks, step_rows
 from trajlab.errors import LabError
 from trajlab.schema import TABLES, default_row
 from trajlab.store import Lab, rows_to_table, table_schema
+from trajlab.store._lab import STAGING
 
 
 def _runs() -> list[Run]:
@@ -147,3 +148,60 @@ def test_step_rows_timestamps_are_the_datetimes_posix_seconds() -> None:
     out = step_rows(batch)
     assert out[0]["timestamp"] == t.timestamp() and isinstance(out[0]["timestamp"], float)
     assert out[0]["step_index"] == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_build_commits_every_so_many_steps_and_writes_the_same_tables(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    one = build_lab(lab, rebuild=True, progress=False, workers=1)
+    assert one.commits == 1
+    single = _tables(lab)
+    monkeypatch.setattr(dag_store, "POOL_MIN_STEPS", 0)
+    monkeypatch.setattr(dag_store, "TASK_STEPS", 10)
+    g0 = lab.refresh().generation
+    rep = build_lab(lab, rebuild=True, progress=False, workers=workers, commit_every_steps=30)
+    assert rep.commits > 2
+    assert rep.generation == g0 + rep.commits  # one lab generation per transaction
+    assert (rep.built, rep.steps, rep.edges, rep.failed) == (one.built, one.steps, one.edges, [])
+    assert _tables(lab.refresh()) == single
+
+
+def test_an_interrupted_build_keeps_its_committed_transactions_and_the_rerun_goes_on(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trajlab.dag._pool as dag_pool
+    from trajlab.dag import DagInterrupted
+
+    build_lab(lab, progress=False, workers=1)
+    single = _tables(lab)
+    real = dag_pool.build_into
+    seen: list[str] = []
+
+    def ctrl_c_at_the_ninth(trajectory, steps, writers):
+        seen.append(trajectory["trajectory_id"])
+        if len(seen) == 9:
+            raise KeyboardInterrupt
+        return real(trajectory, steps, writers)
+
+    monkeypatch.setattr(dag_pool, "build_into", ctrl_c_at_the_ninth)
+    g0 = lab.refresh().generation
+    with pytest.raises(DagInterrupted) as e:
+        build_lab(lab, rebuild=True, progress=False, workers=1, commit_every_steps=30)
+    rep = e.value.report
+    assert rep.commits > 0 and 0 < rep.built < 8  # only what was committed is reported
+    lab = lab.refresh()
+    assert lab.generation == g0 + rep.commits
+    assert not any((lab.root / STAGING).glob("*"))  # the transaction in flight was rolled back
+    # the committed DAGs are rebuilt ones, the others still have their earlier DAGs: nothing is lost
+    assert _tables(lab) == single
+    built_at = {r["trajectory_id"]: r["built_at"] for r in lab.read("dag_metrics").to_pylist()}
+    assert len(built_at) == 12
+    monkeypatch.setattr(dag_pool, "build_into", real)
+    # a DAG that is missing (never built) is what an incremental rerun builds
+    with lab.write("drop some") as txn:
+        for table in ("dag_nodes", "dag_edges", "dag_metrics"):
+            txn.delete(table, "trajectory_id", ["t_pool_10", "t_pool_11"])
+    again = build_lab(lab, progress=False, workers=1)
+    assert (again.built, again.up_to_date) == (2, 10)
+    assert _tables(lab.refresh()) == single

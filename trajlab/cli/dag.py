@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..dag import EXPORT_FORMATS, build_lab, export, load_dag, read_steps, render_text
+from ..dag import EXPORT_FORMATS, DagInterrupted, build_lab, export, load_dag, read_steps, render_text
 from ..errors import ConfigError, LabError
 from ..fsutil import atomic_write_text
 from ..store import Lab
@@ -51,7 +51,16 @@ def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: boo
             f"no trajectories in {opened.root}: nothing to build (ingest runs first: "
             f"`trajlab ingest PATH --out {lab}`)"
         )
-    report = build_lab(opened, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
+    try:
+        report = build_lab(opened, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
+    except DagInterrupted as e:  # Ctrl-C: say what was kept, not just "Aborted!"
+        click.echo(e.report.format())
+        click.echo(
+            f"interrupted: the {e.report.built} DAGs of {e.report.commits} committed transactions are kept; "
+            f"run `trajlab dag {lab}` again to build the rest",
+            err=True,
+        )
+        raise SystemExit(130) from None
     click.echo(report.format())
     if report.failed:
         raise click.exceptions.Exit(1)

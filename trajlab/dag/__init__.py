@@ -11,12 +11,13 @@ from ._build import build_dag
 from ._candidates import SIGNALS
 from ._model import DAG_VERSION, StepDag
 from ._render import EXPORT_FORMATS, export, render_text
-from ._store import DagReport, build_lab, load_dag, read_steps, resolve_trajectory_id
+from ._store import DagInterrupted, DagReport, build_lab, load_dag, read_steps, resolve_trajectory_id
 
 __all__ = [
     "DAG_VERSION",
     "EXPORT_FORMATS",
     "SIGNALS",
+    "DagInterrupted",
     "DagReport",
     "StepDag",
     "build_dag",

@@ -13,6 +13,7 @@ import sys
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,23 +87,37 @@ def _context() -> Any:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+@contextmanager
+def task_pool(workers: int, n_tasks: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Worker processes for a build (None: run the tasks in this process). One pool serves every
+    transaction of a build."""
+    if workers <= 1 or n_tasks <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=min(workers, n_tasks), mp_context=_context()) as pool:
+        yield pool
+
+
 def run_tasks(
-    tasks: list[Task], folder: Path, generation: int, workers: int, batch_size: int = 16_384
+    tasks: list[Task],
+    folder: Path,
+    generation: int,
+    pool: ProcessPoolExecutor | None,
+    batch_size: int = 16_384,
 ) -> Iterator[TaskResult]:
     """Results in task order. Every task is submitted at once (a task is a few ids and row group
     numbers, a result a few part paths), so a slow task never leaves a worker idle."""
-    if workers <= 1 or len(tasks) <= 1:
+    if pool is None or len(tasks) <= 1:
         for task in tasks:
             yield run_task(task, folder, generation, batch_size)
         return
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=_context()) as pool:
-        futures: deque[Future[TaskResult]] = deque(
-            pool.submit(run_task, task, folder, generation, batch_size) for task in tasks
-        )
-        try:
-            while futures:
-                yield futures.popleft().result()
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    futures: deque[Future[TaskResult]] = deque(
+        pool.submit(run_task, task, folder, generation, batch_size) for task in tasks
+    )
+    try:
+        while futures:
+            yield futures.popleft().result()
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise

@@ -20,8 +20,17 @@ from ..gcutil import fewer_gc_passes
 from ..store import Lab
 from ._build import build_dag
 from ._model import DAG_VERSION, StepDag
-from ._pool import DAG_TABLES, GC_THRESHOLD, Summary, TaskResult, build_into, dag_writers, run_tasks
-from ._scan import STEP_COLUMNS, locate, make_tasks
+from ._pool import (
+    DAG_TABLES,
+    GC_THRESHOLD,
+    Summary,
+    TaskResult,
+    build_into,
+    dag_writers,
+    run_tasks,
+    task_pool,
+)
+from ._scan import STEP_COLUMNS, Task, locate, make_tasks
 
 TRAJECTORY_COLUMNS = (
     "trajectory_id",
@@ -39,6 +48,9 @@ POOL_MIN_STEPS = 20_000
 TASK_STEPS = 10_000
 """Least steps per task (a task ends at a trajectory boundary). A pool gets about 8 tasks per worker,
 so that the workers finish at about the same time; each task writes its own three part files."""
+COMMIT_EVERY_STEPS = 2_000_000
+"""Steps per write transaction: an interrupted or crashed build keeps the DAGs of the transactions it
+committed, and the next (incremental) build goes on from there."""
 
 
 @dataclass
@@ -58,6 +70,7 @@ class DagReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     generation: int = 0
+    commits: int = 0
 
     def format(self) -> str:
         rate = f" ({self.steps / self.seconds:,.0f} steps/s)" if self.seconds > 0 and self.steps else ""
@@ -126,6 +139,14 @@ def _resolve(prefix: str, ids: dict[str, Any]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+class DagInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `build_lab`: `report` holds what the committed transactions built."""
+
+    def __init__(self, report: DagReport):
+        super().__init__("DAG build interrupted")
+        self.report = report
+
+
 def build_lab(
     lab: Lab | str | os.PathLike[str],
     trajectory_ids: list[str] | None = None,
@@ -133,14 +154,17 @@ def build_lab(
     progress: bool = True,
     batch_size: int = 16_384,
     workers: int | None = None,
+    commit_every_steps: int | None = None,
 ) -> DagReport:
-    """Build and store the step DAGs of a lab's trajectories, in one write transaction.
+    """Build and store the step DAGs of a lab's trajectories, in write transactions of about
+    `commit_every_steps` steps (default COMMIT_EVERY_STEPS).
 
     Incremental: only trajectories without a DAG, with an older `dag_version`, or re-ingested after
     their DAG was built are processed (all selected ones with `rebuild=True`); their old rows are
-    deleted in the same transaction, as are rows of trajectories no longer in the lab. Steps are
-    streamed, so memory is bounded by the largest trajectory rather than the lab. `workers`
-    processes build the DAGs (default: the CPU count, up to 4; 1 builds in this process).
+    deleted in the transaction that adds the new ones; rows of trajectories no longer in the lab go in
+    the last one. Steps are streamed, so memory is bounded by the largest trajectory rather than the
+    lab. `workers` processes build the DAGs (default: the CPU count, up to 4; 1 builds in this
+    process). Ctrl-C raises DagInterrupted after rolling back only the transaction in flight.
     """
     t0 = time.perf_counter()
     lab = _open(lab)
@@ -154,34 +178,75 @@ def build_lab(
     trows = _trajectory_rows(lab, todo)
     total = sum(counts.values())
     n_workers = (workers or min(os.cpu_count() or 1, 4)) if total >= POOL_MIN_STEPS else 1
-    # one task in this process; for workers, enough tasks to balance the load (about 8 per worker)
-    task_steps = max(TASK_STEPS, total // (n_workers * 8)) if n_workers > 1 else total + 1
+    commit_every_steps = max(1, commit_every_steps or COMMIT_EVERY_STEPS)
+    if n_workers > 1:  # enough tasks to balance the load (about 8 per worker, 4 per transaction)
+        task_steps = max(TASK_STEPS, min(total // (n_workers * 8), commit_every_steps // (n_workers * 4)))
+    else:  # one task per transaction, in this process
+        task_steps = commit_every_steps
     tasks = make_tasks(where, counts, trows, task_steps)
+    groups = _commit_groups(tasks, commit_every_steps) or [[]]
+    empty = [t for t in todo if t not in counts]
     bar = tqdm(total=total, unit="step", unit_scale=True, desc="dag", disable=not progress, leave=False)
     try:
-        with lab.write("dag") as txn:
-            for table in DAG_TABLES:
-                txn.delete(table, "trajectory_id", [*todo, *stale])
-            for result in run_tasks(tasks, txn.staging_dir, txn.generation, n_workers, batch_size):
-                _absorb(txn, report, result)
-                bar.update(sum(b[1] for b in result.built))
-            empty = [t for t in todo if t not in counts]
-            if empty:  # a trajectory without steps still gets its (empty) DAG
-                writers = dag_writers(txn.staging_dir / "no-steps", txn.generation)
-                with fewer_gc_passes(GC_THRESHOLD):
-                    built = [build_into(trows[t], [], writers) for t in empty]
-                _absorb(txn, report, TaskResult(-1, {t: w.close() for t, w in writers.items()}, built))
-            report.removed = len(stale)
-            txn.summary["dag"] = {
-                "built": report.built,
-                "removed": report.removed,
-                "dag_version": DAG_VERSION,
-            }
+        with task_pool(n_workers, len(tasks)) as pool:
+            for i, group in enumerate(groups):
+                last = i == len(groups) - 1
+                done = DagReport(lab=lab.root)  # merged into the report once its transaction commits
+                with lab.write("dag") as txn:
+                    ids = [t for task in group for t in task.counts]
+                    if last:
+                        ids += [*empty, *stale]
+                    for table in DAG_TABLES:
+                        txn.delete(table, "trajectory_id", ids)
+                    for result in run_tasks(group, txn.staging_dir, txn.generation, pool, batch_size):
+                        _absorb(txn, done, result)
+                        bar.update(sum(b[1] for b in result.built))
+                    if last and empty:  # a trajectory without steps still gets its (empty) DAG
+                        writers = dag_writers(txn.staging_dir / "no-steps", txn.generation)
+                        with fewer_gc_passes(GC_THRESHOLD):
+                            built = [build_into(trows[t], [], writers) for t in empty]
+                        _absorb(txn, done, TaskResult(-1, {t: w.close() for t, w in writers.items()}, built))
+                    if last:
+                        done.removed = len(stale)
+                    txn.summary["dag"] = {
+                        "built": done.built,
+                        "removed": done.removed,
+                        "dag_version": DAG_VERSION,
+                    }
+                _merge(report, done)
+    except KeyboardInterrupt:
+        report.seconds = time.perf_counter() - t0
+        report.generation = lab.refresh().generation
+        raise DagInterrupted(report) from None
     finally:
         bar.close()
     report.seconds = time.perf_counter() - t0
     report.generation = lab.refresh().generation
     return report
+
+
+def _merge(report: DagReport, done: DagReport) -> None:
+    for name in ("built", "removed", "steps", "nodes", "edges", "candidates", "with_anomalies"):
+        setattr(report, name, getattr(report, name) + getattr(done, name))
+    report.anomaly_kinds.update(done.anomaly_kinds)
+    report.failed += done.failed
+    report.commits += 1
+
+
+def _commit_groups(tasks: list[Task], steps: int) -> list[list[Task]]:
+    """Consecutive tasks in groups of at least `steps` steps (the last one may be smaller)."""
+    groups: list[list[Task]] = []
+    cur: list[Task] = []
+    n = 0
+    for task in tasks:
+        cur.append(task)
+        n += task.steps
+        if n >= steps:
+            groups.append(cur)
+            cur, n = [], 0
+    if cur:
+        groups.append(cur)
+    return groups
 
 
 def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:
