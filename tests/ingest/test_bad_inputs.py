@@ -315,7 +315,7 @@ def test_values_that_do_not_fit_the_schema_cost_the_record_not_the_unit(
     rows = query(
         lab,
         "select source_path, reward, n_steps, n_tool_calls, anomalies, "
-        "(select count(*) from steps s where s.trajectory_id = t.trajectory_id) stored "
+        "(select count(*) from steps s where s.trajectory_id = t.trajectory_id) AS stored "
         "from trajectories t order by source_path",
     ).to_pylist()
     assert [Path(r["source_path"]).name for r in rows] == ["rollout-a.jsonl", "rollout-b.jsonl"]

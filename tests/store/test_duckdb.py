@@ -93,7 +93,8 @@ def test_views_and_derived_views(lab: Lab) -> None:
         ("INSTALL httpfs", "only read-only queries are allowed"),
         ("LOAD httpfs", "only read-only queries are allowed"),
         ("SET enable_external_access = true", "got a SET statement"),
-        ("PRAGMA version", "got a PRAGMA statement"),
+        ("PRAGMA threads = 1", "only read-only queries are allowed"),
+        ("PRAGMA enable_profiling", "only read-only queries are allowed"),
         ("SELECT 1; DROP VIEW steps", "got a DROP statement"),
         ("DELETE FROM steps", "got a DELETE statement"),
         ("", "empty query"),
@@ -102,6 +103,17 @@ def test_views_and_derived_views(lab: Lab) -> None:
 def test_writes_and_settings_are_rejected(lab: Lab, sql: str, message: str) -> None:
     with pytest.raises(QueryError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run_readonly(lab.connect(), sql)
+
+
+def test_a_table_pragma_is_refused_or_only_read(lab: Lab) -> None:
+    """DuckDB 2 parses `PRAGMA version` as a PRAGMA (refused); DuckDB 1.x as `SELECT * FROM
+    pragma_version()`, which reads and changes nothing (the same SELECT passes on both)."""
+    try:
+        rows = fetch_arrow(run_readonly(lab.connect(), "PRAGMA version")).to_pylist()
+    except QueryError as e:
+        assert "got a PRAGMA statement" in str(e)
+    else:
+        assert rows and "library_version" in rows[0]
 
 
 @pytest.mark.parametrize(
