@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..formats import adapters, load_errors
-from ..ingest import ingest
+from ..ingest import IngestInterrupted, ingest
 
 
 @click.command("ingest")
@@ -48,15 +48,19 @@ def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_file
     for problem in load_errors():
         click.echo(f"warning: {problem}", err=True)
     defaults = {"benchmark": benchmark, "split": split, "condition": condition, "tags": list(tags)}
-    report = ingest(
-        list(paths),
-        out,
-        workers=workers,
-        defaults=defaults,
-        progress=not quiet,
-        force=force,
-        meta_files=list(meta_files),
-    )
+    try:
+        report = ingest(
+            list(paths),
+            out,
+            workers=workers,
+            defaults=defaults,
+            progress=not quiet,
+            force=force,
+            meta_files=list(meta_files),
+        )
+    except IngestInterrupted as e:  # Ctrl-C: say what was kept, not just "Aborted!"
+        click.echo(e.format(), err=True)
+        raise SystemExit(130) from None
     click.echo(report.format())
     if report.missing and len(report.missing) == len(paths):
         raise click.ClickException("none of the input paths exist")

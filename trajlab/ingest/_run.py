@@ -96,7 +96,7 @@ def ingest(
     defaults: dict[str, Any] | None = None,
     progress: bool = True,
     force: bool = False,
-    commit_every_bytes: int = COMMIT_EVERY_BYTES,
+    commit_every_bytes: int | None = None,
     meta_files: list[str | Path] | None = None,
 ) -> IngestReport:
     """Ingest trajectories under `paths` into the lab at `out` (created if needed); incremental and idempotent."""
@@ -122,8 +122,9 @@ def ingest(
         init_worker(defaults, meta)
     bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc="ingest", disable=not progress, leave=False)
     bookkeeping = bool(plan.duplicates or plan.touched or plan.unknown or plan.meta_changed or plan.meta_gone)
+    committed_units = committed_bytes = 0
     try:
-        chunks = list(_chunks(batches, plan.sizes, commit_every_bytes))
+        chunks = list(_chunks(batches, plan.sizes, commit_every_bytes or COMMIT_EVERY_BYTES))
         if not chunks and bookkeeping:
             chunks = [[]]
         for i, chunk in enumerate(chunks):
@@ -137,6 +138,12 @@ def ingest(
                     bar.update(br.bytes)
                 txn.summary["ingest"] = {"units": sum(len(b) for b in chunk)}
             report.commits += 1
+            committed_units += sum(len(b) for b in chunk)
+            committed_bytes += sum(plan.sizes[str(u.primary)] for b in chunk for u in b)
+    except KeyboardInterrupt:
+        raise IngestInterrupted(
+            lab.root, report.commits, committed_units, committed_bytes, total_bytes
+        ) from None
     finally:
         if pool is not None:
             pool.close()
@@ -146,6 +153,23 @@ def ingest(
     report.seconds = time.perf_counter() - t0
     report.generation = lab.refresh().generation
     return report
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `ingest`: the transactions committed before it are kept (the one in flight is
+    rolled back), and the next run skips the files they ingested."""
+
+    def __init__(self, lab: Path, commits: int, units: int, bytes_done: int, bytes_total: int):
+        super().__init__("ingest interrupted")
+        self.lab, self.commits, self.units = lab, commits, units
+        self.bytes_done, self.bytes_total = bytes_done, bytes_total
+
+    def format(self) -> str:
+        return (
+            f"interrupted: {self.commits} committed transactions kept in {self.lab} ({self.units} files, "
+            f"{self.bytes_done / 1e6:,.1f} of {self.bytes_total / 1e6:,.1f} MB); the transaction in flight was "
+            "rolled back; run the same command again to ingest the rest (files already ingested are skipped)"
+        )
 
 
 def _absorb(txn: Transaction, br: BatchResult, plan: Plan, report: IngestReport) -> None:

@@ -1,0 +1,109 @@
+"""Ingest in several write transactions: the same lab as one transaction, and Ctrl-C keeps what was
+committed (the next run ingests the rest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import trajlab.ingest._run as ingest_run
+from trajlab.cli import cli
+from trajlab.examples import generate_examples
+from trajlab.ingest import IngestInterrupted, ingest
+from trajlab.store import Lab, query
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("examples")
+    generate_examples(out / "set", n_tasks=3, runs_per_task=2, skill_runs=False, specials=False)
+    return out / "set" / "runs"
+
+
+def _content(lab: str | Path) -> dict[str, list]:
+    lab = Lab.open(lab)
+    return {
+        "trajectories": query(lab, "select trajectory_id, n_steps from trajectories order by 1").to_pylist(),
+        "steps": query(lab, "select count(*) n, count(distinct step_id) ids from steps").to_pylist(),
+        "sources": query(lab, "select source_path, status from sources order by 1").to_pylist(),
+    }
+
+
+def _units(lab: str | Path) -> int:
+    return (
+        query(Lab.open(lab), "select count(*) n from sources where runner <> 'meta'").column("n")[0].as_py()
+    )
+
+
+@pytest.fixture()
+def unit_per_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every unit its own batch, every batch its own transaction."""
+    monkeypatch.setattr(ingest_run, "BATCH_BYTES", 1)
+    monkeypatch.setattr(ingest_run, "MIN_BATCH_BYTES", 1)
+    monkeypatch.setattr(ingest_run, "COMMIT_EVERY_BYTES", 1)
+
+
+def test_many_transactions_give_the_same_lab_as_one(example_runs: Path, tmp_path: Path, monkeypatch) -> None:
+    one = ingest([example_runs], tmp_path / "one", workers=1, progress=False)
+    assert one.commits == 1
+    monkeypatch.setattr(ingest_run, "BATCH_BYTES", 1)
+    monkeypatch.setattr(ingest_run, "MIN_BATCH_BYTES", 1)
+    many = ingest([example_runs], tmp_path / "many", workers=1, progress=False, commit_every_bytes=1)
+    n_units = _units(tmp_path / "one")  # parsed units; the meta sidecar is recorded with the first
+    assert many.commits == n_units > 3
+    assert Lab.open(tmp_path / "many").generation == many.commits
+    assert _content(tmp_path / "many") == _content(tmp_path / "one")
+    assert many.totals.steps == one.totals.steps and many.records_seen == one.records_seen
+
+
+def test_ctrl_c_keeps_the_committed_transactions_and_the_rerun_ingests_the_rest(
+    example_runs: Path, tmp_path: Path, monkeypatch, unit_per_transaction
+) -> None:
+    ingest([example_runs], tmp_path / "clean", workers=1, progress=False, commit_every_bytes=1 << 40)
+    real = ingest_run._absorb
+    calls: list[int] = []
+
+    def ctrl_c_in_the_fourth(*a, **k):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(ingest_run, "_absorb", ctrl_c_in_the_fourth)
+    with pytest.raises(IngestInterrupted) as e:
+        ingest([example_runs], tmp_path / "lab", workers=1, progress=False)
+    assert (e.value.commits, e.value.units) == (3, 3)
+    assert 0 < e.value.bytes_done < e.value.bytes_total
+    lab = Lab.open(tmp_path / "lab")
+    assert lab.generation == 3 and _units(lab.root) == 3
+    assert not any((lab.root / "_staging").glob("*"))  # the transaction in flight was rolled back
+    monkeypatch.setattr(ingest_run, "_absorb", real)
+    rest = ingest([example_runs], tmp_path / "lab", workers=1, progress=False)
+    assert rest.commits == _units(tmp_path / "clean") - 3
+    assert _content(tmp_path / "lab") == _content(tmp_path / "clean")
+
+
+def test_cli_ctrl_c_says_what_was_kept_and_exits_130(
+    example_runs: Path, tmp_path: Path, monkeypatch, unit_per_transaction
+) -> None:
+    real = ingest_run._absorb
+    calls: list[int] = []
+
+    def ctrl_c_in_the_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(ingest_run, "_absorb", ctrl_c_in_the_third)
+    lab = tmp_path / "lab"
+    res = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
+    assert res.exit_code == 130, res.output
+    assert "interrupted: 2 committed transactions kept" in res.output and "(2 files," in res.output
+    assert "run the same command again" in res.output and "Traceback" not in res.output
+    monkeypatch.setattr(ingest_run, "_absorb", real)
+    again = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
+    assert again.exit_code == 0, again.output
+    assert _units(lab) == 6
