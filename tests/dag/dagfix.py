@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -128,3 +129,20 @@ def add_to_lab(lab: Any, runs: list[Run]) -> None:
     with lab.write("fixture") as txn:
         txn.append("trajectories", trajectories)
         txn.append("steps", steps)
+
+
+def interrupt_build_at(monkeypatch: Any, n: int) -> Callable[[], None]:
+    """Make the n-th DAG built raise KeyboardInterrupt (Ctrl-C); returns a function that undoes it."""
+    import trajlab.dag._pool as dag_pool
+
+    real = dag_pool.build_into
+    seen: list[str] = []
+
+    def build_into(trajectory, steps, writers):
+        seen.append(trajectory["trajectory_id"])
+        if len(seen) == n:
+            raise KeyboardInterrupt
+        return real(trajectory, steps, writers)
+
+    monkeypatch.setattr(dag_pool, "build_into", build_into)
+    return lambda: monkeypatch.setattr(dag_pool, "build_into", real)

@@ -87,7 +87,8 @@ def test_trajectory_without_steps(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, monkeypatch) -> None:
-    import trajlab.dag._pool as dag_pool
+    from dagfix import interrupt_build_at
+
     import trajlab.dag._store as dag_store
 
     lab = Lab.create(tmp_path / "lab")
@@ -98,23 +99,14 @@ def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, monkeypatch) ->
         for s in r.steps:
             s["trajectory_id"] = tid
         add_to_lab(lab, [r])  # a part file each: a transaction never splits a row group
-    real = dag_pool.build_into
-    calls: list[str] = []
-
-    def ctrl_c_at_the_third(trajectory, steps, writers):
-        calls.append(trajectory["trajectory_id"])
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(trajectory, steps, writers)
-
-    monkeypatch.setattr(dag_pool, "build_into", ctrl_c_at_the_third)
+    undo = interrupt_build_at(monkeypatch, 3)
     monkeypatch.setattr(dag_store, "COMMIT_EVERY_STEPS", 1)  # a transaction per trajectory
     res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q"])
     assert res.exit_code == 130, res.output
     assert "interrupted: the 2 DAGs of 2 committed transactions are kept" in res.output
     assert "Traceback" not in res.output
     assert lab.refresh().rows("dag_metrics") == 2
-    monkeypatch.setattr(dag_pool, "build_into", real)
+    undo()
     again = CliRunner().invoke(cli, ["dag", str(lab.root), "-q"])
     assert again.exit_code == 0, again.output
     assert "built 2 DAGs" in again.output and "2 up to date" in again.output

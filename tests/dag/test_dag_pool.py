@@ -170,21 +170,13 @@ def test_a_build_commits_every_so_many_steps_and_writes_the_same_tables(
 def test_an_interrupted_build_keeps_its_committed_transactions_and_the_rerun_goes_on(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import trajlab.dag._pool as dag_pool
+    from dagfix import interrupt_build_at
+
     from trajlab.dag import DagInterrupted
 
     build_lab(lab, progress=False, workers=1)
     single = _tables(lab)
-    real = dag_pool.build_into
-    seen: list[str] = []
-
-    def ctrl_c_at_the_ninth(trajectory, steps, writers):
-        seen.append(trajectory["trajectory_id"])
-        if len(seen) == 9:
-            raise KeyboardInterrupt
-        return real(trajectory, steps, writers)
-
-    monkeypatch.setattr(dag_pool, "build_into", ctrl_c_at_the_ninth)
+    undo = interrupt_build_at(monkeypatch, 9)
     g0 = lab.refresh().generation
     with pytest.raises(DagInterrupted) as e:
         build_lab(lab, rebuild=True, progress=False, workers=1, commit_every_steps=30)
@@ -197,7 +189,7 @@ def test_an_interrupted_build_keeps_its_committed_transactions_and_the_rerun_goe
     assert _tables(lab) == single
     built_at = {r["trajectory_id"]: r["built_at"] for r in lab.read("dag_metrics").to_pylist()}
     assert len(built_at) == 12
-    monkeypatch.setattr(dag_pool, "build_into", real)
+    undo()
     # a DAG that is missing (never built) is what an incremental rerun builds
     with lab.write("drop some") as txn:
         for table in ("dag_nodes", "dag_edges", "dag_metrics"):

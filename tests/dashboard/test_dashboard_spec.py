@@ -193,30 +193,9 @@ def test_shipped_pages_are_the_repository_dashboards_folder():
 
 def test_an_installed_copy_finds_its_pages_outside_the_repository(tmp_path):
     """A wheel install has no `dashboards/` beside the package (`trajlab demo` failed at its dashboard step)."""
-    import shutil
-    import subprocess
-    import sys
+    from installed_copy import run_in_installed_copy
 
-    site = tmp_path / "site"
-    # copied as a wheel holds it: links resolved, no compiled leftovers
-    shutil.copytree(
-        Path(__file__).resolve().parents[2] / "trajlab",
-        site / "trajlab",
-        ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+    (n,) = run_in_installed_copy(
+        tmp_path, "import trajlab.dashboard as d; print(len(d.load_dashboards().pages))"
     )
-    code = (
-        "import trajlab, trajlab.dashboard as d; "
-        "print(trajlab.__file__); print(len(d.load_dashboards().pages))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    where, n = out.stdout.split()
-    assert where.startswith(str(site))
     assert int(n) == len(list(SHIPPED.glob("*.yaml")))

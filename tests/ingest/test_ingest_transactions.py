@@ -31,6 +31,21 @@ def _content(lab: str | Path) -> dict[str, list]:
     }
 
 
+def _interrupt_absorb_at(monkeypatch: pytest.MonkeyPatch, n: int):
+    """Ctrl-C while the n-th unit is recorded (inside its transaction); returns the undo."""
+    real = ingest_run._absorb
+    calls: list[int] = []
+
+    def absorb(*a, **k):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(ingest_run, "_absorb", absorb)
+    return lambda: monkeypatch.setattr(ingest_run, "_absorb", real)
+
+
 def _units(lab: str | Path) -> int:
     return (
         query(Lab.open(lab), "select count(*) n from sources where runner <> 'meta'").column("n")[0].as_py()
@@ -62,16 +77,7 @@ def test_ctrl_c_keeps_the_committed_transactions_and_the_rerun_ingests_the_rest(
     example_runs: Path, tmp_path: Path, monkeypatch, unit_per_transaction
 ) -> None:
     ingest([example_runs], tmp_path / "clean", workers=1, progress=False, commit_every_bytes=1 << 40)
-    real = ingest_run._absorb
-    calls: list[int] = []
-
-    def ctrl_c_in_the_fourth(*a, **k):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(ingest_run, "_absorb", ctrl_c_in_the_fourth)
+    undo = _interrupt_absorb_at(monkeypatch, 4)
     with pytest.raises(IngestInterrupted) as e:
         ingest([example_runs], tmp_path / "lab", workers=1, progress=False)
     assert (e.value.commits, e.value.units) == (3, 3)
@@ -79,7 +85,7 @@ def test_ctrl_c_keeps_the_committed_transactions_and_the_rerun_ingests_the_rest(
     lab = Lab.open(tmp_path / "lab")
     assert lab.generation == 3 and _units(lab.root) == 3
     assert not any((lab.root / "_staging").glob("*"))  # the transaction in flight was rolled back
-    monkeypatch.setattr(ingest_run, "_absorb", real)
+    undo()
     rest = ingest([example_runs], tmp_path / "lab", workers=1, progress=False)
     assert rest.commits == _units(tmp_path / "clean") - 3
     assert _content(tmp_path / "lab") == _content(tmp_path / "clean")
@@ -88,22 +94,13 @@ def test_ctrl_c_keeps_the_committed_transactions_and_the_rerun_ingests_the_rest(
 def test_cli_ctrl_c_says_what_was_kept_and_exits_130(
     example_runs: Path, tmp_path: Path, monkeypatch, unit_per_transaction
 ) -> None:
-    real = ingest_run._absorb
-    calls: list[int] = []
-
-    def ctrl_c_in_the_third(*a, **k):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(ingest_run, "_absorb", ctrl_c_in_the_third)
+    undo = _interrupt_absorb_at(monkeypatch, 3)
     lab = tmp_path / "lab"
     res = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
     assert res.exit_code == 130, res.output
     assert "interrupted: 2 committed transactions kept" in res.output and "(2 files," in res.output
     assert "run the same command again" in res.output and "Traceback" not in res.output
-    monkeypatch.setattr(ingest_run, "_absorb", real)
+    undo()
     again = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
     assert again.exit_code == 0, again.output
     assert _units(lab) == 6

@@ -75,27 +75,13 @@ def test_bundled_taxonomies_are_the_repo_files(name: str) -> None:
 
 
 def test_an_installed_copy_loads_the_bundled_taxonomies_outside_the_repo(tmp_path) -> None:
-    import shutil
-    import subprocess
-    import sys
+    from installed_copy import run_in_installed_copy
 
-    site = tmp_path / "site"
-    shutil.copytree(REPO / "trajlab", site / "trajlab", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    code = (
-        "import trajlab, trajlab.taxonomy as t; print(trajlab.__file__); "
-        "print(len(t.load_taxonomy('omni-failure').categories), len(t.load_taxonomy('multi-agent').categories))"
+    n_omni, n_multi = run_in_installed_copy(
+        tmp_path,
+        "import trajlab.taxonomy as t; "
+        "print(len(t.load_taxonomy('omni-failure').categories), len(t.load_taxonomy('multi-agent').categories))",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    where, n_omni, n_multi = out.stdout.split()
-    assert where.startswith(str(site))
     assert int(n_omni) == 6 and int(n_multi) > 0
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm import tqdm
 
+from ..batching import consecutive_groups
 from ..errors import LabError
 from ..gcutil import fewer_gc_passes
 from ..store import Lab
@@ -30,7 +31,7 @@ from ._pool import (
     run_tasks,
     task_pool,
 )
-from ._scan import STEP_COLUMNS, Task, locate, make_tasks
+from ._scan import STEP_COLUMNS, locate, make_tasks
 
 TRAJECTORY_COLUMNS = (
     "trajectory_id",
@@ -184,7 +185,7 @@ def build_lab(
     else:  # one task per transaction, in this process
         task_steps = commit_every_steps
     tasks = make_tasks(where, counts, trows, task_steps)
-    groups = _commit_groups(tasks, commit_every_steps) or [[]]
+    groups = list(consecutive_groups(tasks, lambda t: t.steps, commit_every_steps)) or [[]]
     empty = [t for t in todo if t not in counts]
     bar = tqdm(total=total, unit="step", unit_scale=True, desc="dag", disable=not progress, leave=False)
     try:
@@ -231,22 +232,6 @@ def _merge(report: DagReport, done: DagReport) -> None:
     report.anomaly_kinds.update(done.anomaly_kinds)
     report.failed += done.failed
     report.commits += 1
-
-
-def _commit_groups(tasks: list[Task], steps: int) -> list[list[Task]]:
-    """Consecutive tasks in groups of at least `steps` steps (the last one may be smaller)."""
-    groups: list[list[Task]] = []
-    cur: list[Task] = []
-    n = 0
-    for task in tasks:
-        cur.append(task)
-        n += task.steps
-        if n >= steps:
-            groups.append(cur)
-            cur, n = [], 0
-    if cur:
-        groups.append(cur)
-    return groups
 
 
 def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:

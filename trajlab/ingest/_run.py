@@ -19,6 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ..batching import consecutive_groups
 from ..formats import SourceUnit, describe_json_error, get_adapter, loads_lenient
 from ..store import Lab, Transaction
 from ._discover import discover
@@ -63,16 +64,8 @@ def _batches(units: list[SourceUnit], sizes: dict[str, int], n_workers: int) -> 
 def _chunks(
     batches: list[list[SourceUnit]], sizes: dict[str, int], limit: int
 ) -> Iterator[list[list[SourceUnit]]]:
-    cur: list[list[SourceUnit]] = []
-    cur_bytes = 0
-    for b in batches:
-        cur.append(b)
-        cur_bytes += sum(sizes[str(u.primary)] for u in b)
-        if cur_bytes >= limit:
-            yield cur
-            cur, cur_bytes = [], 0
-    if cur:
-        yield cur
+    """Consecutive batches of at least `limit` input bytes: one transaction each."""
+    return consecutive_groups(batches, lambda b: sum(sizes[str(u.primary)] for u in b), limit)
 
 
 def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> Any:
