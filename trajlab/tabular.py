@@ -6,7 +6,8 @@ import csv
 import io
 import json
 import math
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,45 @@ from .fsutil import atomic_write_text
 FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
 
 
+_INT64 = 1 << 63
+
+
+def _plain(v: Any) -> Any:
+    """Values json and csv cannot show as they are: DECIMAL (`SELECT 3.14`; DuckDB's HUGEINT arrives as
+    one) becomes a number, an integer beyond 64 bits a string, TIME and INTERVAL strings."""
+    if isinstance(v, Decimal):
+        if not v.is_finite():
+            return None
+        if v == v.to_integral_value():
+            n = int(v)
+            return n if -_INT64 <= n < _INT64 else str(n)
+        return float(v)
+    if isinstance(v, time):
+        return v.isoformat()
+    if isinstance(v, timedelta):
+        return str(v)
+    if isinstance(v, pa.MonthDayNano):
+        return f"{v.months} months {v.days} days {v.nanoseconds} ns"
+    return v
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Column names made unique the way DuckDB does it (`a, a` -> `a, a_1`), so that rows shown as
+    objects keep every column."""
+    used: set[str] = set()
+    out = []
+    for name in names:
+        while name in used:
+            name += "_1"
+        used.add(name)
+        out.append(name)
+    return out
+
+
 def _cell(v: Any, width: int | None = None) -> str:
     if v is None:
         return ""
+    v = _plain(v)
     if isinstance(v, float):
         if math.isnan(v):
             return "nan"
@@ -38,13 +75,14 @@ def _cell(v: Any, width: int | None = None) -> str:
 
 
 def _jsonable(v: Any) -> Any:
+    v = _plain(v)
     if isinstance(v, (datetime, date)):
         return v.isoformat()
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):  # tuples: the (key, value) entries of a MAP
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
         return {k: _jsonable(x) for k, x in v.items()}
@@ -65,10 +103,9 @@ def to_arrow(obj: Any) -> pa.Table:
 
 def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | None = None) -> str:
     t = to_arrow(table)
-    rows = t.to_pylist()
-    if max_rows is not None and fmt in ("table", "markdown"):
-        rows = rows[:max_rows]
-    cols = t.column_names
+    cols = unique_names(t.column_names)  # rows by position: a repeated name keeps its own values
+    shown = t.slice(0, max_rows) if max_rows is not None and fmt in ("table", "markdown") else t
+    rows = list(zip(*[c.to_pylist() for c in shown.columns])) if cols else [()] * shown.num_rows
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf)
@@ -77,17 +114,18 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
             w.writerow(
                 [
                     ""
-                    if r[c] is None
-                    else (json.dumps(_jsonable(r[c])) if isinstance(r[c], (list, dict)) else _jsonable(r[c]))
-                    for c in cols
+                    if v is None
+                    else (json.dumps(_jsonable(v)) if isinstance(v, (list, dict)) else _jsonable(v))
+                    for v in r
                 ]
             )
         return buf.getvalue()
-    if fmt == "json":
-        return json.dumps([_jsonable(r) for r in rows], indent=2, ensure_ascii=False)
-    if fmt == "jsonl":
-        return "\n".join(json.dumps(_jsonable(r), ensure_ascii=False) for r in rows) + ("\n" if rows else "")
-    cells = [[_cell(r[c], max_width) for c in cols] for r in rows]
+    if fmt in ("json", "jsonl"):
+        objs = [{c: _jsonable(v) for c, v in zip(cols, r)} for r in rows]
+        if fmt == "json":
+            return json.dumps(objs, indent=2, ensure_ascii=False)
+        return "\n".join(json.dumps(o, ensure_ascii=False) for o in objs) + ("\n" if objs else "")
+    cells = [[_cell(v, max_width) for v in r] for r in rows]
     if fmt == "markdown":
         esc = [[c.replace("|", "\\|") for c in row] for row in cells]
         lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]

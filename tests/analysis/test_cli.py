@@ -107,3 +107,38 @@ def test_analyze_bad_input_is_a_message_not_a_traceback(builder, tmp_path):
     assert r.exit_code == 1 and "no such lab" in r.output
     r = runner.invoke(cli, ["analyze", "tools"])
     assert r.exit_code == 2 and "give the LAB" in r.output
+
+
+def test_empty_results_stay_parseable_in_csv_and_json(builder, tmp_path):
+    # no significant gap and a query without rows: csv gets its header, json `[]`, not "(no rows)"
+    for i in range(6):
+        builder.traj(f"s{i}", "success").traj(f"f{i}", "failure")
+        builder.call(f"s{i}", "ls"), builder.call(f"f{i}", "ls")
+    lab = str(builder.build().root)
+    r = _run("gaps", lab, "--n-boot", "0", "-q", "--significant", "--format", "csv")
+    assert r.exit_code == 0 and r.stdout.splitlines()[0].startswith("tool,n_calls,calls_success")
+    assert len(r.stdout.splitlines()) == 1
+    r = _run("gaps", lab, "--n-boot", "0", "-q", "--significant", "--format", "json")
+    assert json.loads(r.stdout) == []
+    q = tmp_path / "none.sql"
+    q.write_text("SELECT tool, count(*) AS n FROM tool_calls WHERE is_error GROUP BY ALL")
+    r = _run("analyze", str(q), lab, "--format", "json")
+    assert json.loads(r.stdout) == []
+    r = _run("analyze", str(q), lab, "--format", "csv")
+    assert r.stdout.splitlines() == ["tool,n"]
+    r = _run("analyze", str(q), lab, "--format", "jsonl")
+    assert r.stdout.strip() == ""
+    r = _run("analyze", str(q), lab)
+    assert "(no rows)" in r.stdout  # the terminal table still says so
+
+
+def test_analyze_user_sql_with_decimals_and_repeated_names(builder, tmp_path):
+    builder.traj("a", "success")
+    lab = str(builder.build().root)
+    q = tmp_path / "q.sql"
+    q.write_text("SELECT 0.5 AS share, 1 AS n, 2 AS n")
+    r = CliRunner().invoke(cli, ["analyze", str(q), lab, "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.output) == [{"share": 0.5, "n": 1, "n_1": 2}], r.output
+    out = tmp_path / "q.json"
+    r = CliRunner().invoke(cli, ["analyze", str(q), lab, "--out", str(out)])
+    assert r.exit_code == 0 and json.loads(out.read_text()) == [{"share": 0.5, "n": 1, "n_1": 2}]

@@ -79,3 +79,12 @@ def test_missing_media_calls_and_tokens_are_named(builder, tmp_path):
     assert empty.missing == ["no trajectories"] and empty.table.num_rows == 0
     sql = run_sql(_lab(LabBuilder(tmp_path / "b")), "media", by="domain", params={"raw_tools": "image_read"})
     assert sql.num_rows == 5
+
+
+def test_raw_tools_with_spaces_after_the_commas(builder):
+    # "image_read, tesseract" is the same list as "image_read,tesseract" (the space is not part of the name)
+    lab = _lab(builder)
+    spaced = media_strategy(lab, by=(), raw_tools=" image_read , tesseract").table.to_pylist()
+    plain = media_strategy(lab, by=(), raw_tools="image_read,tesseract").table.to_pylist()
+    assert spaced == plain
+    assert {r["strategy"]: r["n_traj"] for r in spaced}["raw"] == 4

@@ -147,3 +147,12 @@ def test_probing_calls_per_effort(builder):
         r["reasoning_effort"]: r for r in run_sql(lab, "probing", params={"probes": "python"}).to_pylist()
     }
     assert custom["high"]["avg_probing"] == 1 and custom["low"]["probe_first"] == 1
+
+
+def test_probes_parameter_with_spaces_after_the_commas(builder):
+    builder.traj("t1", "success").traj("t2", "failure")
+    builder.call("t1", "ffprobe"), builder.call("t1", "python"), builder.call("t2", "ls")
+    lab = builder.build()
+    spaced = run_sql(lab, "probing", by=(), params={"probes": "ffprobe, ls"}).to_pylist()
+    assert spaced == run_sql(lab, "probing", by=(), params={"probes": "ffprobe,ls"}).to_pylist()
+    assert spaced[0]["avg_probing"] == 1 and spaced[0]["probe_first"] == 1

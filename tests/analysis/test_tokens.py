@@ -81,3 +81,18 @@ def test_empty_lab(tmp_path):
 
     res = token_efficiency(Lab.open(tmp_path / "e", create=True))
     assert res.missing == ["no trajectories"] and res.num_rows == 0
+
+
+def test_rows_with_the_same_tokens_come_in_a_fixed_order(builder):
+    # eight groups with the same mean tokens: more accurate first, then by name, on every run (the order
+    # used to follow DuckDB's hash aggregate)
+    accuracy = {"g1": 3, "g2": 7, "g3": 0, "g4": 5, "g5": 2, "g6": 6, "g7": 1, "g8": 4}  # successes of 7
+    for g, wins in accuracy.items():
+        for k in range(7):
+            builder.traj(f"{g}_{k}", "success" if k < wins else "failure", model=g, total_tokens=100)
+    builder.traj("z_0", "success", model="z", total_tokens=100).traj("z_1", "failure", model="z")
+    builder.traj("y_0", "success", model="y", total_tokens=90)
+    lab = builder.build()
+    want = ["y", "g2", "g6", "g4", "g8", "z", "g1", "g5", "g7", "g3"]
+    for _ in range(5):
+        assert token_efficiency(lab, by="model").table.column("model").to_pylist() == want

@@ -110,7 +110,8 @@ def test_sql_errors(lab: Path, tmp_path: Path) -> None:
     code, _, err = run("sql", str(lab), "select nope from steps")
     assert code == 1
     assert 'Binder Error: Referenced column "nope" not found' in err
-    assert "views available: dag_edges, dag_metrics, dag_nodes" in err and "tool_calls, trajectories" in err
+    assert "views available: dag_edges, dag_metrics, dag_nodes" in err
+    assert "step_capability, steps, tool_calls, tool_usage, trajectories" in err  # the analysis views too
     code, _, err = run("sql", str(lab), "drop view steps")
     assert code == 1 and "only read-only queries are allowed (got a DROP statement)" in err
     code, _, err = run("sql", str(lab), "select * from read_csv('/etc/passwd')")
@@ -130,8 +131,10 @@ def test_sql_errors(lab: Path, tmp_path: Path) -> None:
         "predicted_labels",
         "quarantine",
         "sources",
+        "step_capability",
         "steps",
         "tool_calls",
+        "tool_usage",
         "trajectories",
     ]
 

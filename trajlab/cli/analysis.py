@@ -74,7 +74,8 @@ def _report(
             click.echo(f"\n{suffix[1:]}:")
             for m in r.missing:
                 click.echo(f"missing: {m}", err=True)
-        if r.num_rows == 0:
+        if r.num_rows == 0 and (r.missing or fmt in ("table", "markdown")):
+            # csv / json / jsonl of a result without rows stay parseable (header only, `[]`, nothing)
             if not r.missing:
                 click.echo("(no rows)")
             continue

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from .. import tabular
-from ..store import Lab, fetch_arrow, run_readonly, view_names
+from ..analysis import connection
+from ..store import fetch_arrow, run_readonly, view_names
 from ._output import check_outside_lab, write_out
 
 
@@ -27,7 +28,8 @@ def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
     """Run a read-only SQL QUERY over the views of LAB (trajectories, steps, tool_calls, ...)."""
     if out:
         check_outside_lab(out, lab)
-    con = Lab.open(lab).connect()
+    # the analysis connection: the table views plus tool_calls, step_capability and tool_usage
+    con = connection(lab)
     if views:
         click.echo("\n".join(view_names(con)))
         return

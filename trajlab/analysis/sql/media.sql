@@ -24,7 +24,8 @@
 -- @param raw_tools=image_read comma-separated tools that put media into the model's context
 -- {{by}} grouping columns followed by a comma (`domain,`), or nothing
 WITH params AS (
-    SELECT string_split($raw_tools, ',') AS raw_tools
+    -- spaces around the commas are not part of the names (`image_read, view_image`)
+    SELECT regexp_split_to_array(trim($raw_tools), '\s*,\s*') AS raw_tools
 ),
 media_calls AS (
     SELECT trajectory_id,

@@ -15,7 +15,8 @@
 -- @param probes=ffprobe,mediainfo,soxi,identify,imagemagick,exiftool,file,stat,ls,tree,du,wc,head,tail,read,glob,grep,find,image_read comma-separated tools that count as probing
 -- {{by}} grouping columns followed by a comma (`reasoning_effort,`), or nothing
 WITH probes AS (
-    SELECT string_split($probes, ',') AS tools
+    -- spaces around the commas are not part of the names (`ffprobe, ls`)
+    SELECT regexp_split_to_array(trim($probes), '\s*,\s*') AS tools
 ),
 calls AS (
     SELECT trajectory_id,

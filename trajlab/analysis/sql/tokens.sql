@@ -51,4 +51,5 @@ SELECT g.*,
           AND (o.total_tokens < g.total_tokens OR o.accuracy > g.accuracy)
     ) AS pareto
 FROM groups g
-ORDER BY g.total_tokens NULLS LAST
+-- ties in tokens: the more accurate group first, then the group columns, so the order is the same every run
+ORDER BY g.total_tokens NULLS LAST, g.accuracy DESC NULLS LAST, {{by}} g.n_traj DESC

@@ -1,0 +1,71 @@
+"""trajlab.tabular: every format keeps every column and shows values json/csv cannot take as they are."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import time, timedelta
+from decimal import Decimal
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from trajlab import tabular
+from trajlab.store import fetch_arrow
+
+
+def _duck(sql: str) -> pa.Table:
+    return fetch_arrow(duckdb.connect().execute(sql))
+
+
+def test_decimal_time_interval_hugeint_and_map_in_every_text_format(tmp_path) -> None:
+    t = _duck(
+        "SELECT 3.14 AS d, 2::DECIMAL(10,0) AS i, TIME '10:30:00' AS t, INTERVAL 2 DAY AS iv, "
+        "12345678901234567890::HUGEINT AS h, MAP {'a': 1.5} AS m, NULL::DECIMAL(4,1) AS n"
+    )
+    want = {"d": 3.14, "i": 2, "t": "10:30:00", "iv": "0 months 2 days 0 ns", "h": "12345678901234567890",
+            "m": [["a", 1.5]], "n": None}  # fmt: skip
+    assert json.loads(tabular.render(t, "json")) == [want]
+    assert json.loads(tabular.render(t, "jsonl")) == want
+    row = list(csv.reader(io.StringIO(tabular.render(t, "csv"))))[1]
+    assert row == [
+        "3.14",
+        "2",
+        "10:30:00",
+        "0 months 2 days 0 ns",
+        "12345678901234567890",
+        '[["a", 1.5]]',
+        "",
+    ]
+    assert "3.14" in tabular.render(t, "table") and "10:30:00" in tabular.render(t, "markdown")
+    out = tabular.write(t, tmp_path / "r.json")
+    assert json.loads(out.read_text()) == [want]
+
+
+def test_python_values_without_a_json_form() -> None:
+    t = pa.table(
+        {"d": pa.array([Decimal("1.50")]), "t": [time(1, 2)], "td": pa.array([timedelta(seconds=90)])}
+    )
+    assert json.loads(tabular.render(t, "json")) == [{"d": 1.5, "t": "01:02:00", "td": "0:01:30"}]
+
+
+def test_repeated_column_names_keep_their_own_values(tmp_path) -> None:
+    t = _duck("SELECT 1 AS a, 2 AS a, 3 AS a_1")
+    assert tabular.render(t, "csv").splitlines() == ["a,a_1,a_1_1", "1,2,3"]
+    assert json.loads(tabular.render(t, "json")) == [{"a": 1, "a_1": 2, "a_1_1": 3}]
+    assert tabular.render(t, "markdown").splitlines()[2] == "| 1 | 2 | 3 |"
+    assert tabular.write(t, tmp_path / "r.csv").read_text().splitlines() == ["a,a_1,a_1_1", "1,2,3"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "table", "markdown"])
+def test_no_rows_and_max_rows(fmt: str) -> None:
+    empty = pa.table({"x": pa.array([], pa.int64())})
+    assert tabular.render(empty, fmt) is not None
+    many = pa.table({"x": list(range(10))})
+    text = tabular.render(many, fmt, max_rows=3)
+    if fmt in ("table", "markdown"):
+        assert "9" not in text.split("...")[0]
+    else:
+        assert "9" in text  # files and machine formats get every row
