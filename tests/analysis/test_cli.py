@@ -83,6 +83,14 @@ def test_analyze_list_show_sql_and_run(builder, tmp_path):
     assert pq.read_table(out).num_rows == 4
     rec = pq.read_table(tmp_path / "funnel.recovery.parquet").to_pylist()
     assert [(x["tool"], x["n_errors"], x["recovery_rate"]) for x in rec] == [("ffprobe", 1, 1.0)]
+    # stdout in json/csv holds one parseable table; the companion one is named on stderr
+    r = CliRunner().invoke(cli, ["analyze", "funnel", lab, "-p", "bins=4", "--format", "json"])
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 4, r.output
+    assert "a `recovery` table (1 rows) is not printed in json" in r.stderr
+    assert "--out FILE.json writes it to FILE.recovery.json" in r.stderr
+    r = CliRunner().invoke(cli, ["analyze", "funnel", lab, "-p", "bins=4", "--format", "csv"])
+    assert len(r.stdout.splitlines()) == 5 and "recovery" not in r.stdout
+    assert "recovery:" in _run("analyze", "funnel", lab, "-p", "bins=4").output  # tables: both
     r = _run("analyze", "tools", lab, "--by", "model", "--format", "json")
     assert [(x["model"], x["tool"]) for x in json.loads(r.output)] == [("A", "ffprobe"), ("B", "python")]
 

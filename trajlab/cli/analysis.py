@@ -70,6 +70,15 @@ def _report(
             continue
         if fmt == "parquet":
             raise click.UsageError("--format parquet needs --out")
+        if suffix and fmt in ("csv", "json", "jsonl"):
+            # one parseable table on stdout: the companion tables go to files only
+            example = f"FILE.{fmt}"
+            click.echo(
+                f"note: a `{suffix[1:]}` table ({r.num_rows} rows) is not printed in {fmt}; "
+                f"--out {example} writes it to {example.replace('.', suffix + '.', 1)}",
+                err=True,
+            )
+            continue
         if suffix:
             click.echo(f"\n{suffix[1:]}:")
             for m in r.missing:
