@@ -95,6 +95,15 @@ def test_subagents_are_spliced_after_their_task_call(session) -> None:
     assert steps[8]["source_line"] == 2  # line in the sub-agent's own file
 
 
+def test_subagent_steps_carry_their_own_model(session) -> None:
+    """The session's model is the trajectory's; a sub-agent's model goes on its steps (as in stream-json)."""
+    _, t, steps, _ = session
+    assert t["model"] == "claude-opus-4-6"
+    assert [s.get("model") for s in steps[11:14]] == [None, "claude-haiku-4-5", "claude-haiku-4-5"]
+    assert [s.get("model") for s in steps[8:10]] == ["claude-opus-4-6"] * 2  # file sub-agent
+    assert all(s.get("model") is None for s in steps if s["agent_id"] == "main")
+
+
 def test_compaction_agent_before_the_compaction(session) -> None:
     _, _, steps, _ = session
     assert [s["agent_id"] for s in steps[14:17]] == ["acompact-9f8e7d"] * 3
@@ -202,6 +211,8 @@ def test_corpus_long_session_structure(corpus_dir: Path) -> None:
     sub = [s for s in steps if s["agent_id"] == "a881341"]
     spawn = steps[sub[0]["parent_step_index"]]
     assert (spawn["tool_name"], spawn["tool"], len(sub)) == ("Task", "subagent", 6)
+    # agent-a881341.jsonl runs on Sonnet while the session runs on Opus
+    assert {s.get("model") for s in sub if s["kind"] != "user"} == {"claude-sonnet-4-5-20250929"}
     assert sub[0]["step_index"] == spawn["step_index"] + 1
     notes = [s for s in steps if (s.get("text") or "").startswith("<task-notification>")]
     assert len(notes) == 2 and all(s["kind"] == "system" for s in notes)

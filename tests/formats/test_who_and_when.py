@@ -94,6 +94,41 @@ def test_algorithm_generated_names_and_is_correct():
     assert t["anomalies"] == []
 
 
+def test_code_quoted_in_an_orchestrator_thought_is_not_executed(tmp_path):
+    """Shape of corpus Hand-Crafted/47.json steps 51-55: a new plan (a `(thought)`) quotes the team
+    list in a code block, the instruction to the terminal has none, and the terminal still runs."""
+    d = {
+        "history": [
+            {"content": "Which countries...?", "role": "human"},
+            {
+                "content": "New plan:\n\n```\nFileSurfer: An agent that can handle local files.\n```",
+                "role": "Orchestrator (thought)",
+            },
+            {
+                "content": "unzip /workspace/data.zip -d /workspace/out",
+                "role": "Orchestrator (-> ComputerTerminal)",
+            },
+            {
+                "content": "The script ran, then exited with Unix exit code: 0\nIts output was:\nArchive:  /workspace/data.zip\n",
+                "role": "ComputerTerminal",
+            },
+        ],
+        "question": "Which countries...?",
+        "ground_truth": "Brunei, China",
+        "mistake_agent": "Orchestrator",
+        "mistake_step": "2",
+        "mistake_reason": "x",
+    }
+    p = tmp_path / "47.json"
+    p.write_text(json.dumps(d))
+    [(t, steps)], _ = parse(p)
+    run = steps[3]
+    assert run["kind"] == "tool_call" and run["exit_code"] == 0
+    assert run["arguments"] is None and run["tool_name"] == "execute_code"  # not the team list as python
+    assert run["is_error"] is False  # the terminal reports a clean exit
+    assert "history[3]: execution output without a preceding code block" in t["anomalies"]
+
+
 def test_annotation_at_the_end_of_a_long_file_is_found(tmp_path):
     d = json.loads((FIX / "hand_crafted_silence.json").read_text())
     d["history"].insert(1, {"content": "x" * 100_000, "role": "Orchestrator (thought)"})

@@ -57,6 +57,18 @@ def test_compound_commands() -> None:
     assert argvs("echo case x in y) && echo [[ a") == [["echo", "case", "x", "in", "y"], ["echo", "[[", "a"]]
 
 
+def test_heredoc_inside_command_substitution() -> None:
+    # The body's apostrophe and parenthesis are text: `)` after the delimiter line ends the substitution.
+    p = parse_shell("git commit -m \"$(cat <<'EOF'\nit's (done\nEOF\n)\" && git push")
+    assert [c.argv[:2] for c in p.commands] == [["git", "commit"], ["git", "push"]]
+    assert p.commands[0].substitutions == ["cat <<'EOF'\nit's (done\nEOF\n"]
+    assert parse_shell(p.commands[0].substitutions[0]).commands[0].heredocs == ["it's (done"]
+    p = parse_shell("x=$(cat <<-EOF\n\tdon't\n\tEOF\n) && y")
+    assert [c.argv for c in p.commands] == [["x=$(cat <<-EOF\n\tdon't\n\tEOF\n)"], ["y"]]
+    # `<<` in arithmetic is a shift, not a here-document
+    assert argvs("echo $((1<<2)) 'a'\nb") == [["echo", "$((1<<2))", "a"], ["b"]]
+
+
 def test_unbalanced_input_ends_at_end() -> None:
     assert argvs("echo 'unterminated") == [["echo", "unterminated"]]
     assert argvs('echo "also $(unterminated') == [["echo", "also $(unterminated"]]

@@ -105,6 +105,15 @@ COMMANDS = [
     ("echo $((1+2)) > n.txt", "echo", ("echo",), "file"),
     ("apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF", "apply_patch", ("apply_patch",), "file"),
     ("npm test -- --run src/x.test.ts", "npm", ("npm",), "compute"),
+    # Claude Code's commit idiom (corpus claude_code/258c7280...jsonl): the apostrophe in the
+    # here-document body is text, so `git push` after the substitution is still a program.
+    (
+        "git add a.ex && git commit -m \"$(cat <<'EOF'\nfeat: show a project's sessions\n\n"
+        'Co-Authored-By: Claude\nEOF\n)" && git push 2>&1',
+        "git",
+        ("git", "git", "cat", "git"),
+        "web",
+    ),
     ("bash -c \"bash -c 'tesseract f.png stdout'\"", "tesseract", ("tesseract",), "image"),
     ("", None, (), None),
 ]

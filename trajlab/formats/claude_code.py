@@ -380,6 +380,9 @@ class ClaudeCodeAdapter(Adapter):
                 continue
             else:
                 continue
+            if model and model != "<synthetic>" and tr.depth:
+                # a sub-agent may run on another model than the session (Task `model: haiku`...)
+                step["model"] = model
             if mid and tokens is not None and mid not in tr.usage_step:
                 tr.usage_step[mid] = step
                 step.update(tr.usage[mid])

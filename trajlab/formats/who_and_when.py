@@ -10,7 +10,8 @@ trajectory metadata under `who_and_when`.
 Two subsets: Hand-Crafted (Magentic-One; the agent is the `role`, e.g. `Orchestrator (-> WebSurfer)`)
 and Algorithm-Generated (CaptainAgent/AutoGen; the agent is `name`, roles are `user`/`assistant`).
 A message from the code-executing agent (`Computer_terminal`, `ComputerTerminal`) is stored as a
-`tool_call` step whose arguments are the code blocks of the latest message that had any and whose
+`tool_call` step whose arguments are the code blocks of the latest message that had any (the
+Orchestrator's `(thought)` messages are not sent to the terminal and do not count) and whose
 output is the execution result, still one step per message.
 """
 
@@ -154,7 +155,8 @@ class WhoAndWhenAdapter(Adapter):
                     "arguments": args,
                     "output": text,
                     "exit_code": code,
-                    "is_error": (code not in (0, None)) or args is None,
+                    # no code to run is a failed execution, unless the terminal reports an exit status
+                    "is_error": (code not in (0, None)) or (args is None and code is None),
                     "metadata": {"executes_step": last_blocks_at} if args is not None else None,
                 }
                 if args is None:
@@ -172,7 +174,9 @@ class WhoAndWhenAdapter(Adapter):
                 if what and what.startswith("->"):
                     step["metadata"] = {"to": what[2:].strip()}
                 steps.append(step)
-            blocks = _code_blocks(text)
+            # A `(thought)` message is the Orchestrator's own ledger or plan, not sent to the terminal:
+            # a code block quoted in it (the team list of a new plan) is not what the terminal runs.
+            blocks = _code_blocks(text) if what != "thought" else None
             if blocks:
                 last_blocks, last_blocks_at = blocks, i
         subset = "Algorithm-Generated" if "system_prompt" in d or "is_correct" in d else "Hand-Crafted"

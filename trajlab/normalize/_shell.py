@@ -63,12 +63,34 @@ def _after_keywords(argv: list[str]) -> bool:
     return all(w in _LEADING_KEYWORDS for w in argv)
 
 
-def _read_dollar_paren(s: str, i: int) -> tuple[str, int]:
-    """s[i] is just after '$(' ; return (inner text, index after the matching ')')."""
+# A here-document operator inside `$(...)`: `<<` or `<<-`, then the delimiter, quoted or not.
+_SUB_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|()<>'\"]+))")
+
+
+def _skip_heredoc_bodies(s: str, i: int, pending: list[tuple[str, bool]]) -> int:
+    """s[i] starts the line after a here-document operator: the index after the last body's delimiter."""
+    n = len(s)
+    for delim, strip_tabs in pending:
+        while i < n:
+            j = s.find("\n", i)
+            line = s[i:] if j < 0 else s[i:j]
+            i = n if j < 0 else j + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delim:
+                break
+    return i
+
+
+def _read_dollar_paren(s: str, i: int, heredocs: bool = True) -> tuple[str, int]:
+    """s[i] is just after '$(' ; return (inner text, index after the matching ')').
+
+    Here-document bodies inside are skipped whole: a commit message in `$(cat <<'EOF' ... EOF)` may
+    hold an apostrophe or a parenthesis that is text, not a quote or the closing `)`. Arithmetic
+    (`$((...))`, `((...))`) passes `heredocs=False`, as `<<` there is a shift."""
     depth = 1
     j = i
     n = len(s)
     quote = ""
+    pending: list[tuple[str, bool]] = []  # here-documents whose bodies start at the next newline
     while j < n:
         c = s[j]
         if quote:
@@ -81,6 +103,17 @@ def _read_dollar_paren(s: str, i: int) -> tuple[str, int]:
             quote = c
         elif c == "\\" and j + 1 < n:
             j += 2
+            continue
+        elif c == "<" and heredocs and s.startswith("<<", j) and not s.startswith("<<<", j):
+            m = _SUB_HEREDOC.match(s, j)
+            if m is not None:
+                delim = next(g for g in m.groups()[1:] if g is not None)
+                pending.append((delim, m.group(1) == "-"))
+                j = m.end()
+                continue
+        elif c == "\n" and pending:
+            j = _skip_heredoc_bodies(s, j + 1, pending)
+            pending = []
             continue
         elif c == "(":
             depth += 1
@@ -246,7 +279,7 @@ class _Parser:
     def _arithmetic(self, i: int) -> int:
         """`((expr))` (s[i:] starts with '(('): one word `((` and one word with the expression."""
         self.end_word()
-        inner, j = _read_dollar_paren(self.s, i + 2)
+        inner, j = _read_dollar_paren(self.s, i + 2, heredocs=False)
         if j < len(self.s) and self.s[j] == ")":
             j += 1
         self.cur.argv += ["((", inner]
@@ -318,7 +351,7 @@ class _Parser:
                 continue
             # c == "$"
             if s.startswith("$((", j):
-                _, j2 = _read_dollar_paren(s, j + 2)
+                _, j2 = _read_dollar_paren(s, j + 2, heredocs=False)
                 buf.append(s[j:j2])
                 j = j2
             elif s.startswith("$(", j):
@@ -349,7 +382,7 @@ class _Parser:
             self.add("".join(buf))
             return j + 1
         if s.startswith("$((", i):
-            _, j = _read_dollar_paren(s, i + 2)
+            _, j = _read_dollar_paren(s, i + 2, heredocs=False)
             self.add(s[i:j])
             return j
         if s.startswith("$(", i):
