@@ -153,3 +153,50 @@ def test_corpus_sniff_claims_only_own_files(corpus_dir):
 @pytest.mark.parametrize("name", ["subagent_session.jsonl", "partial_messages.jsonl"])
 def test_wrong_types_never_break_a_file(tmp_path, name):
     check_wrong_types("claude-stream-json", FIX / name, tmp_path)
+
+
+def test_split_response_carries_its_final_output_count(tmp_path):
+    # One response split into one line per block repeats `usage`; only the last line has the final
+    # output count (as in the corpus's Claude Code transcripts: 8, 8, ..., 780). It counts once.
+    sid = "5e1f0c2a-1b2c-4d3e-8f40-123456789abc"
+
+    def line(mid: str, block: dict, out: int) -> dict:
+        usage = {"input_tokens": 5, "output_tokens": out, "cache_read_input_tokens": 100}
+        msg = {
+            "id": mid,
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": [block],
+            "usage": usage,
+        }
+        return {"type": "assistant", "message": msg, "session_id": sid, "parent_tool_use_id": None}
+
+    bash = {"type": "tool_use", "id": "tu_1", "name": "Bash", "input": {"command": "ffprobe a.mp4"}}
+    result = {"type": "tool_result", "tool_use_id": "tu_1", "content": "duration=3.0"}
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": sid, "model": "claude-sonnet-4-6", "uuid": "i"},
+        line("msg_1", {"type": "thinking", "thinking": "Probe it."}, 8),
+        line("msg_1", {"type": "text", "text": "Probing."}, 8),
+        line("msg_1", bash, 441),
+        {"type": "user", "message": {"role": "user", "content": [result]}, "session_id": sid},
+        line("msg_2", {"type": "text", "text": "It lasts 3 s."}, 19),
+        line("msg_2", {"type": "text", "text": "Done."}, 12),  # a smaller count later is not the final one
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "It lasts 3 s.",
+            "session_id": sid,
+        },
+    ]
+    path = tmp_path / "split.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    [(_t, steps)], _ = parse(path)
+    assert [(s["kind"], s.get("output_tokens")) for s in steps] == [
+        ("reasoning", 441),
+        ("assistant", None),
+        ("tool_call", None),
+        ("assistant", 19),
+        ("assistant", None),
+    ]
+    assert steps[0]["input_tokens"] == 105 and steps[3]["input_tokens"] == 105

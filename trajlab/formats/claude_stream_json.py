@@ -98,6 +98,7 @@ class _Session:
         self.meta: dict[str, Any] = {}
         self.session_id: str | None = None
         self.seen_messages: set[str] = set()
+        self.usage_step: dict[str, dict[str, Any]] = {}  # message id -> step that carries its tokens
         self.agent_of_call: dict[str, str] = {}  # spawning tool_use id -> sub-agent id
         self.models: list[str] = []
         self.task: str | None = None
@@ -237,9 +238,15 @@ class ClaudeStreamJsonAdapter(Adapter):
         if model and model != "<synthetic>" and model not in s.models:
             s.models.append(model)
         usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
-        first = bool(mid) and mid not in s.seen_messages
+        first = bool(mid) and mid not in s.usage_step  # the first block with usage carries the tokens
         if mid:
             s.seen_messages.add(mid)
+        owner = s.usage_step.get(mid) if mid else None
+        if owner is not None and usage:
+            # Each line of a split response repeats `usage`; a later one has the final output count.
+            tokens = _usage_tokens(usage)
+            if (tokens["output_tokens"] or 0) >= (owner.get("output_tokens") or 0):
+                owner.update(tokens)
         content = msg.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": as_text(content)}]
         for b in blocks:
@@ -268,6 +275,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 step["model"] = model
             if first and usage:
                 step.update(_usage_tokens(usage))
+                s.usage_step[mid] = step
                 first = False
             if step["kind"] == "tool_call":
                 s.link.call(step)
