@@ -144,3 +144,15 @@ def test_sql_error_carries_duckdb_message_and_views(lab: Lab) -> None:
     msg = str(e.value)
     assert 'Referenced column "nope" not found' in msg
     assert "views available:" in msg and "tool_calls" in msg
+
+
+def test_pivot_names_its_values_or_is_told_how(lab: Lab) -> None:
+    # a PIVOT without IN (...) creates an ENUM first (a MULTI statement): refused, with what to write
+    with pytest.raises(QueryError, match=r"MULTI statement\); a PIVOT must name its values here: .* IN \("):
+        run_readonly(lab.connect(), "PIVOT trajectories ON outcome USING count(*) GROUP BY model")
+    rows = fetch_arrow(
+        run_readonly(
+            lab.connect(), "PIVOT trajectories ON outcome IN ('failure') USING count(*) GROUP BY model"
+        )
+    ).to_pylist()
+    assert rows == [{"model": "m", "failure": 1}]

@@ -178,7 +178,11 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     for st in statements:
         kind = str(st.type).rsplit(".", 1)[-1]
         if kind not in _ALLOWED_STATEMENTS:
-            raise QueryError(f"only read-only queries are allowed (got a {kind} statement)")
+            hint = ""
+            if kind == "MULTI" and "pivot" in sql.lower():
+                # DuckDB first creates an ENUM of the values a PIVOT without `IN (...)` finds
+                hint = "; a PIVOT must name its values here: PIVOT ... ON col IN ('a', 'b') USING ..."
+            raise QueryError(f"only read-only queries are allowed (got a {kind} statement){hint}")
         if kind == "EXPLAIN":
             # EXPLAIN ANALYZE runs the statement it explains (`EXPLAIN ANALYZE COPY ... TO` writes a file):
             # the explained statement must be read-only too
