@@ -138,3 +138,21 @@ def test_lab_without_labels(builder):
     res = failure_distribution(builder.build())
     assert res.missing == ["no judge labels"]
     assert res.num_rows == 0 and "failure_share" in res.columns
+
+
+def test_labels_that_give_no_category_are_named_missing(builder):
+    # every judge label is unjudgeable or an error: not an empty table without a word
+    builder.traj("x", "failure", model="A").traj("y", "failure", model="A")
+    _judge(builder, "x", None, status="unjudgeable")
+    _judge(builder, "y", None, status="error")
+    lab = builder.build()
+    res = failure_distribution(lab)
+    assert res.num_rows == 0
+    assert res.missing == ["no judge label gives a category; `trajlab judge show LAB` lists their statuses"]
+    _judge(builder, "x", "audio_perception", judge="rules", minutes=3)
+    lab = builder.build()
+    assert failure_distribution(lab).missing == [] and failure_distribution(lab).num_rows > 0
+    res = failure_distribution(lab, judge="llm")
+    assert res.missing == [
+        "no judge label of the `llm` judge gives a category; `trajlab judge show LAB` lists their statuses"
+    ]

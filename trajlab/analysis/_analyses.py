@@ -109,7 +109,13 @@ def failure_distribution(
     def notes(f: LabFacts) -> list[str]:
         return [] if f.n_failure else ["no trajectory has outcome `failure`: coverage is undefined"]
 
-    return _run(lab, "failures", by, {"source": source, "judge": judge or ""}, missing, notes)
+    res = _run(lab, "failures", by, {"source": source, "judge": judge or ""}, missing, notes)
+    if not res.missing and res.num_rows == 0:
+        # labels exist but none gives a category: all unjudgeable or errors, or none from that judge
+        which = f" of the `{judge}` judge" if judge else ""
+        hint = "; `trajlab judge show LAB` lists their statuses" if source == "judge" else ""
+        res.missing.append(f"no {source} label{which} gives a category{hint}")
+    return res
 
 
 def step_funnel(lab: LabLike, by: str | Iterable[str] = (), bins: int = 10) -> AnalysisResult:
