@@ -21,7 +21,14 @@ VIDEO_PROGRAMS = _set("ffmpeg ffprobe ffplay mediainfo mkvmerge mkvextract mplay
 IMAGE_PROGRAMS = _set("tesseract imagemagick convert identify exiftool zbarimg gm ocrmypdf")
 WEB_PROGRAMS = _set("curl wget yt-dlp http httpie aria2c lynx w3m gh ssh scp rsync")
 GIT_WEB_VERBS = _set("clone fetch pull push ls-remote submodule")
-INSTALLERS = _set("pip apt npm yarn pnpm conda mamba brew cargo gem uv apk dnf yum")
+# Git's global options that take a separate value (`git -C repo push`): skipped to find the sub-command.
+GIT_OPTIONS_WITH_VALUE = _set("-C -c --git-dir --work-tree --namespace --config-env --super-prefix")
+INSTALLERS = _set("pip apt npm yarn pnpm conda mamba micromamba brew cargo gem uv apk dnf yum")
+# Environment managers whose `activate`/`deactivate`/`shell ...`/`init` only set up the shell, like
+# `cd` or `source venv/bin/activate`: the program run afterwards is the tool (`conda shell.bash hook`
+# is a `shell.*` verb).
+ENV_MANAGERS = _set("conda mamba micromamba")
+ENV_SETUP_VERBS = _set("activate deactivate shell init")
 INSTALL_VERBS = _set("install add i download update upgrade sync")
 INTERPRETERS = _set("python node deno bun ruby perl php julia r rscript lua java go bc dc awk jq")
 BUILD_TOOLS = _set("pytest make cmake cargo gcc g++ clang javac tsc mvn gradle")
@@ -32,10 +39,38 @@ FILE_PROGRAMS = _set(
 )
 MEDIA_FILE_PROGRAMS = _set("cp mv ls file stat du")  # their modality follows the media they name
 TRIVIAL = _set(
-    "cd echo printf export set unset true false source . pwd sleep exit return read wait clear [ [[ test "
+    "cd pushd popd echo printf export set unset true false source . pwd sleep exit return read wait clear [ [[ test "
     "alias local declare typeset shift trap eval let"
 )
-WRAPPERS_SIMPLE = _set("nohup exec command builtin time nice ionice stdbuf caffeinate unbuffer chronic")
+# Wrappers that run the command after their options, with the options of each that take a value.
+WRAPPER_OPTIONS_WITH_VALUE: dict[str, frozenset[str]] = {
+    "nohup": frozenset(),
+    "exec": _set("-a"),
+    "command": frozenset(),  # `command -v`/`-V` is a lookup, not a run (see `_resolve`)
+    "builtin": frozenset(),
+    "time": _set("-f --format -o --output"),
+    "nice": _set("-n --adjustment"),
+    "ionice": _set("-c -n -p -P -u --class --classdata --pid --pgid --uid"),
+    "stdbuf": _set("-i -o -e --input --output --error"),
+    "caffeinate": _set("-t -w"),
+    "unbuffer": frozenset(),
+    "chronic": frozenset(),
+}
+WRAPPERS_SIMPLE = frozenset(WRAPPER_OPTIONS_WITH_VALUE)
+# Package runners that fetch (if needed) and run a package's program: `uvx ruff check .` runs ruff.
+# {program: (sub-command words before the package, or () for none; options that take a value)}
+PACKAGE_RUNNERS: dict[str, tuple[tuple[tuple[str, ...], ...], frozenset[str]]] = {
+    "npx": ((), _set("-p --package")),
+    "pnpx": ((), _set("-p --package")),
+    "bunx": ((), _set("-p --package")),
+    "uvx": ((), _set("--from --with --with-editable --with-requirements -p --python --index --index-url")),
+    "uv": ((("tool", "run"),), _set("--from --with --with-editable --with-requirements -p --python")),
+    "pipx": ((("run",),), _set("--spec --python --pip-args --index-url")),
+    "npm": ((("exec",), ("x",)), _set("-p --package -w --workspace")),
+    "pnpm": ((("exec",), ("dlx",)), _set("-p --package --filter -F -C --dir")),
+    "yarn": ((("exec",), ("dlx",)), _set("-p --package")),
+    "bun": ((("x",),), _set("-p --package")),
+}
 SHELLS = _set("bash sh zsh dash ksh fish")
 # Shell reserved words: skipped before a command (`then ffmpeg ...`), or the command is not a program.
 KEYWORDS_PREFIX = _set("if then else elif while until do ! { time")

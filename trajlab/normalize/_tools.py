@@ -2,13 +2,16 @@
 
 A call is either one of the runner's own tools (Read, apply_patch, web_search, view_image, ...) or a
 shell command. Shell commands are parsed (see `_shell`) rather than substring-matched: wrappers such as
-`bash -lc '...'`, `sudo`, `env A=1`, `timeout 30`, `nohup`, `xargs`, `find -exec` and shell keywords
-(`for ...; do whisper "$f"; done`) are looked through, `python -m pip` is pip, `python -m whisper` is
-whisper, and every program of a pipeline or `$(...)` is listed in `programs`.
+`bash -lc '...'`, `sudo`, `env A=1`, `timeout 30`, `nohup`, `time -p`, `xargs`, `find -exec`, package
+runners (`npx`, `uvx`, `pipx run`, `pnpm exec`) and shell keywords (`for ...; do whisper "$f"; done`) are
+looked through, `python -m pip` is pip, `python -m whisper` is whisper, and every program of a pipeline
+or `$(...)` is listed in `programs`. `command -v python` (like `which python`) looks python up and runs
+nothing, so its program is `command`.
 
 The tool of a command line is its most telling program: a media program (ffmpeg, whisper, tesseract...)
 over a network program, installer, interpreter or build tool, over any other program, over trivial
-builtins (cd, echo, export...); the first one of the best rank wins.
+builtins and shell set-up (cd, echo, export, `conda activate`...); the first one of the best rank wins.
+Git's global options are skipped to find its sub-command (`git -C repo push` is a network call).
 
 The modality rules, in order:
 1. runner tools with a fixed modality (web_search -> web, view_image -> image, Read/Write/Edit -> file,
@@ -39,8 +42,11 @@ from ._lexicon import (
     COMMAND_KEYS,
     EDITOR_COMMANDS,
     EDITOR_TOOLS,
+    ENV_MANAGERS,
+    ENV_SETUP_VERBS,
     EXT_RE,
     FILE_PROGRAMS,
+    GIT_OPTIONS_WITH_VALUE,
     GIT_WEB_VERBS,
     IMAGE_EXT,
     IMAGE_PROGRAMS,
@@ -50,6 +56,7 @@ from ._lexicon import (
     KEYWORDS_NOT_COMMAND,
     KEYWORDS_PREFIX,
     MEDIA_FILE_PROGRAMS,
+    PACKAGE_RUNNERS,
     PATH_KEYS,
     PY_IMPORT_MODALITY,
     PY_MODULES,
@@ -62,6 +69,7 @@ from ._lexicon import (
     VIDEO_EXT,
     VIDEO_PROGRAMS,
     WEB_PROGRAMS,
+    WRAPPER_OPTIONS_WITH_VALUE,
     WRAPPERS_SIMPLE,
 )
 from ._shell import parse_shell
@@ -107,17 +115,30 @@ def _skip_options(argv: list[str], i: int, with_value: frozenset[str] = frozense
 Resolved = list[tuple[str, list[str]]]
 # Programs `_resolve` looks through or treats specially; every other program resolves to itself.
 _LOOKED_THROUGH = frozenset(
-    {"sudo", "doas", "env", "timeout", "xargs", "find", "npx", "pnpx", "bunx", "python"}
-    | {"uv", "poetry", "pipenv", "conda", "mamba", "pixi"}
+    {"sudo", "doas", "env", "timeout", "xargs", "find", "python"}
+    | {"uv", "poetry", "pipenv", "conda", "mamba", "micromamba", "pixi"}
+    | set(PACKAGE_RUNNERS)
     | WRAPPERS_SIMPLE
     | SHELLS
 )
+_ENV_RUNNERS = frozenset({"uv", "poetry", "pipenv", "conda", "mamba", "micromamba", "pixi"})
+
+
+def _package_program(argv: list[str]) -> list[str]:
+    """`ruff@0.5 check` -> `ruff check`: a package runner's `name@version` runs the program `name`."""
+    if argv and "@" in argv[0][1:]:
+        name, _, version = argv[0][1:].partition("@")
+        if "/" not in version:  # `@scope/pkg` is a scoped name, not a version
+            return [argv[0][0] + name, *argv[1:]]
+    return argv
 
 
 def _resolve(argv: list[str], depth: int = 0) -> Resolved:
     """Programs run by one simple command: [(program, its args)], looking through wrappers."""
     i = _skip_assignments(argv, 0)
     while i < len(argv) and argv[i] in KEYWORDS_PREFIX:
+        if argv[i] == "time" and argv[i + 1 : i + 2] and argv[i + 1].startswith("-"):
+            break  # `time -p cmd`: `time` with options, looked through as a wrapper below
         i = _skip_assignments(argv, i + 1)
     if i >= len(argv) or depth > MAX_DEPTH or argv[i] in KEYWORDS_NOT_COMMAND:
         return []
@@ -135,7 +156,9 @@ def _resolve(argv: list[str], depth: int = 0) -> Resolved:
         j = _skip_options(rest, 0, frozenset({"-k", "-s", "--signal", "--kill-after"}))
         return _resolve(rest[j + 1 :], depth + 1)  # skip the duration
     if prog in WRAPPERS_SIMPLE:
-        j = _skip_options(rest, 0, frozenset({"-n", "-c", "-o", "-e", "-i"}))
+        j = _skip_options(rest, 0, WRAPPER_OPTIONS_WITH_VALUE[prog])
+        if prog == "command" and any("v" in o or "V" in o for o in rest[:j] if o != "--"):
+            return [("command", rest)]  # `command -v python` looks python up (like `which`), runs nothing
         return _resolve(rest[j:], depth + 1)
     if prog == "xargs":
         j = _skip_options(rest, 0, frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"}))
@@ -147,12 +170,16 @@ def _resolve(argv: list[str], depth: int = 0) -> Resolved:
                 end = next((m for m in range(k + 1, len(rest)) if rest[m] in (";", "+")), len(rest))
                 out += _resolve(rest[k + 1 : end], depth + 1)
         return out
-    if prog in ("uv", "poetry", "pipenv", "conda", "mamba", "pixi") and rest[:1] == ["run"]:
+    if prog in _ENV_RUNNERS and rest[:1] == ["run"]:
         j = _skip_options(rest, 1, frozenset({"-n", "--name", "-p", "--prefix", "--with"}))
         return _resolve(rest[j:], depth + 1)
-    if prog in ("npx", "pnpx", "bunx"):
-        j = _skip_options(rest, 0, frozenset({"-p", "--package"}))
-        return _resolve(rest[j:], depth + 1)
+    if prog in PACKAGE_RUNNERS:
+        verbs, with_value = PACKAGE_RUNNERS[prog]
+        verb = next((v for v in verbs if tuple(rest[: len(v)]) == v), None)
+        if not verbs or verb is not None:
+            j = _skip_options(rest, len(verb or ()), with_value)
+            return _resolve(_package_program(rest[j:]), depth + 1)
+        return [(prog, rest)]
     if prog in SHELLS:
         for k, a in enumerate(rest):
             if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
@@ -242,7 +269,7 @@ def _program_modality(prog: str, args: list[str], script: str | None) -> str:
         return _ffmpeg_modality(args)
     if prog in IMAGE_PROGRAMS:
         return "image"
-    if prog in WEB_PROGRAMS or (prog == "git" and args[:1] and args[0] in GIT_WEB_VERBS):
+    if prog in WEB_PROGRAMS or (prog == "git" and _git_network(args)):
         return "web"
     if prog in INSTALLERS:
         return "web" if any(a in INSTALL_VERBS for a in args) else "compute"
@@ -260,19 +287,33 @@ def _program_modality(prog: str, args: list[str], script: str | None) -> str:
     return "compute"
 
 
+def _git_network(args: list[str]) -> bool:
+    """A git sub-command that talks to a remote, after git's global options (`git -C repo push`)."""
+    j = _skip_options(args, 0, GIT_OPTIONS_WITH_VALUE)
+    return j < len(args) and args[j] in GIT_WEB_VERBS
+
+
+def _env_setup(prog: str, args: list[str]) -> bool:
+    """`conda activate env`, `micromamba shell hook`, `conda shell.bash hook`: shell set-up only."""
+    return (
+        prog in ENV_MANAGERS and bool(args) and (args[0] in ENV_SETUP_VERBS or args[0].startswith("shell."))
+    )
+
+
 def _rank(prog: str, args: list[str]) -> int:
     """Lower is more telling: media programs, then network/interpreters/builds, then the rest."""
     if prog in AUDIO_PROGRAMS or prog in VIDEO_PROGRAMS or prog in IMAGE_PROGRAMS:
         return 0
     if (
         prog in WEB_PROGRAMS
-        or prog in INSTALLERS
+        or (prog in INSTALLERS and not _env_setup(prog, args))
         or prog in INTERPRETERS
         or prog in BUILD_TOOLS
-        or (prog == "git" and args[:1] and args[0] in GIT_WEB_VERBS)
+        or (prog == "git" and _git_network(args))
     ):
         return 1
-    if prog in TRIVIAL or prog == "xargs":
+    # `conda activate` is set-up, like `cd` or `source venv/bin/activate`
+    if prog in TRIVIAL or prog == "xargs" or _env_setup(prog, args):
         return 3
     return 2
 
