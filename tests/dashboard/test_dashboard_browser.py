@@ -239,6 +239,39 @@ def test_walk_runs_filter_trajectory_node_review(page, ex):
     assert (ex.lab / "lab.json").read_bytes() == manifest, "the app wrote to the lab"
 
 
+def test_a_decisive_step_that_is_not_a_step_number_is_refused(page, ex):
+    """What is typed in the decisive-step box is what is saved, or the save is refused: `2.7` or `-1`
+    must not become a label with no decisive step at all."""
+    path = ex.annotations / "default" / "dora.jsonl"
+    (tid,) = _counts(  # a run nobody else reviews in these tests
+        ex,
+        "SELECT trajectory_id FROM trajectories WHERE outcome = 'failure' AND n_steps > 3"
+        " AND trajectory_id <> ? ORDER BY trajectory_id LIMIT 1",
+        [ex.failed_tid],
+    )
+    page.goto(f"/trajectory/{tid}")
+    page.page.fill("#annotator", "dora")
+    page.page.press("#annotator", "Enter")
+    page.wait_text("#review-as", "reviewing as dora")
+    page.choose("button#review-category", "video_perception")
+    for bad in ("2.7", "-1"):
+        page.page.fill("#review-decisive", bad)
+        page.page.click("#review-save")
+        page.page.wait_for_function(
+            "(v) => { const t = (document.querySelector('#review-msg') || {}).innerText || '';"
+            " return t.includes('saved:') || t.includes(`not '${v}'`); }",
+            arg=bad,
+        )
+        msg = page.page.inner_text("#review-msg")
+        assert "decisive step must be one step number" in msg and f"not '{bad}'" in msg, msg
+        assert not path.exists(), path.read_text()
+    page.page.fill("#review-decisive", "3")
+    page.page.click("#review-save")
+    page.wait_text("#review-msg", "as video_perception, decisive step 3")
+    (rec,) = [json.loads(x) for x in path.read_text().splitlines()]
+    assert rec["decisive_step_index"] == 3
+
+
 def test_xss_payload_is_shown_as_text(page, ex):
     page.goto(f"/trajectory/{ex.xss_tid}")
     page.wait_dag()

@@ -89,3 +89,24 @@ def test_check_renders_every_panel_and_names_the_broken_one(tmp_path):
         "! ERROR /mine panel 1 (sql): columns ['runs'] are not in the query result (model, n)" in res.output
     )
     assert "Error: 2 of " in res.output and "Traceback" not in res.output
+
+
+def test_reviewers_per_item_below_one_is_refused_up_front(tmp_path):
+    """`--reviewers 0` would start a dashboard whose every save and queue fails; refuse it at start."""
+    runs_lab(tmp_path / "lab", 3)
+    for n in ("0", "-2"):
+        res = CliRunner().invoke(
+            cli,
+            [
+                "dash",
+                str(tmp_path / "lab"),
+                "--check",
+                "--annotations",
+                str(tmp_path / "a"),
+                "--reviewers",
+                n,
+            ],
+        )
+        assert res.exit_code != 0, res.output
+        assert f"Error: --reviewers (reviewers per item) must be at least 1 (got {n})" in res.output
+        assert "Traceback" not in res.output

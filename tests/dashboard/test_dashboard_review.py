@@ -122,3 +122,128 @@ def test_live_agreement(source):
     assert pair.step_exact == 1.0
     rules = next(p for p in rep.pairs if {p.rater_a, p.rater_b} == {"judge:rules", "alice"})
     assert (rules.items_both, rules.observed) == (1, 1.0)
+
+
+def _text(tree) -> str:
+    """Every string in a Dash component tree (what the page shows), one per line."""
+    out: list[str] = []
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        elif x is not None and hasattr(x, "children"):
+            stack.append(x.children)
+    return "\n".join(out)
+
+
+def test_a_hand_edited_annotation_line_is_reported_with_file_and_line(tmp_path):
+    """A line hand-edited into invalid JSON is skipped by the readers; the labels panel, the agreement
+    page and the review queue must say so (file and line), not silently show the older label."""
+    from trajlab.dashboard import create_app
+    from trajlab.dashboard._labels import labels_body
+    from trajlab.dashboard._panels import agreement_body, queue_body
+
+    app = create_app(runs_lab(tmp_path / "lab", 20), annotations=tmp_path / "ann", dataset="study")
+    ctx = app.trajlab
+    src = ctx.source
+    submit_review(src, "t_0001", "alice", category="audio_perception")
+    submit_review(src, "t_0001", "alice", category="tool_infrastructure")  # supersedes line 1
+    path = src.store.path_for("alice")
+    first, second = path.read_text().splitlines()
+    broken = second.replace('"category":', '"category"', 1)  # a missing colon: not JSON any more
+    path.write_text(f"{first}\n{broken}\n")
+
+    labels = trajectory_labels(src, "t_0001")
+    assert [(p.path, p.line) for p in labels.problems] == [(str(path), 2)]
+    panel = _text(labels_body(ctx, ctx.trajectories.get(ctx, "t_0001"), labels))
+    assert f"{path}:2" in panel and "not valid JSON" in panel
+    agreement_page = ctx.spec.by_path("/agreement")
+    shown = _text(agreement_body(ctx, agreement_page.panels[0]))
+    assert f"{path}:2" in shown and "not valid JSON" in shown
+    queue_page = ctx.spec.by_path("/review")
+    shown = _text(queue_body(ctx, queue_page, 0, queue_page.panels[0], "bob"))
+    assert f"{path}:2" in shown
+
+    # nothing is lost: a new save appends after the broken line, which stays as it was
+    submit_review(src, "t_0001", "alice", category="unsure")
+    kept = path.read_text().splitlines()
+    assert kept[:2] == [first, broken] and len(kept) == 3
+    # once the file is clean again, no warning
+    path.write_text(f"{first}\n")
+    clean = trajectory_labels(src, "t_0001")
+    assert clean.problems == []
+    assert "problem" not in _text(labels_body(ctx, ctx.trajectories.get(ctx, "t_0001"), clean))
+
+
+@pytest.mark.parametrize(
+    ("tid", "earlier"),
+    [("t_0001", None), ("t_0001", "unsure"), ("t_0002", None)],
+    ids=["first-review", "change", "outside-the-queue"],
+)
+def test_saves_racing_from_two_tabs_all_land(source, tid, earlier):
+    """The same reviewer saving from several tabs at once: each save applies on top of the one before
+    (as it does one after another), none is refused because of the timing, and the file is a clean
+    chain of `supersedes` with one current label."""
+    import threading
+
+    if earlier:
+        submit_review(source, tid, "alice", category=earlier)
+    cats = ["video_perception", "audio_perception", "tool_infrastructure", "knowledge_retrieval"]
+    barrier = threading.Barrier(len(cats))
+    errors: list[str] = []
+
+    def save(category: str) -> None:
+        barrier.wait()
+        try:
+            submit_review(source, tid, "alice", category=category)
+        except Exception as e:  # the test reports them all
+            errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=save, args=(c,)) for c in cats]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    recs = lines(source, "alice")
+    assert len(recs) == len(cats) + (1 if earlier else 0)
+    assert [r["supersedes"] for r in recs] == [None] + [r["record_id"] for r in recs[:-1]]
+    (current,) = source.store.records(annotator="alice", trajectory_id=tid, effective=True)
+    assert current.record_id == recs[-1]["record_id"]
+    assert source.store.validate() == []
+
+
+def test_reviewer_name_with_surrounding_spaces_is_the_name_saving_uses(tmp_path):
+    """Saving strips the reviewer name ("alice " saves to alice.jsonl), so the labels panel must not
+    call the same name not allowed."""
+    from trajlab.dashboard import create_app
+
+    app = create_app(runs_lab(tmp_path / "lab", 10), annotations=tmp_path / "ann")
+    client = app.server.test_client()
+
+    def review_as(annotator: str) -> object:
+        body = {
+            "output": "..labels-body.children...review-as.children...review-accept.style..",
+            "outputs": [
+                {"id": "labels-body", "property": "children"},
+                {"id": "review-as", "property": "children"},
+                {"id": "review-accept", "property": "style"},
+            ],
+            "inputs": [
+                {"id": "traj-id", "property": "data", "value": "t_0001"},
+                {"id": "labels-version", "property": "data", "value": 0},
+                {"id": "annotator", "property": "value", "value": annotator},
+            ],
+            "changedPropIds": ["annotator.value"],
+        }
+        r = client.post("/_dash-update-component", json=body)
+        assert r.status_code == 200
+        return json.loads(r.data)["response"]["review-as"]["children"]
+
+    path = app.trajlab.source.store.path_for("alice")
+    assert review_as("alice") == f"reviewing as alice → {path}"
+    assert review_as(" alice ") == f"reviewing as alice → {path}"
+    assert "is not allowed" in str(review_as("../alice"))

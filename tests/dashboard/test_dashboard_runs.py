@@ -157,6 +157,29 @@ def test_blind_index_hides_judge_labels(tmp_path):
     assert rows["t_0001"] is None and rows["t_0005"] is None and rows["t_0006"] is None
 
 
+def test_blind_index_hides_judge_columns_of_every_run(tmp_path):
+    """Blind review hides the judge's per-run category, source and confidence (and the classifier's
+    prediction) from every page built on `runs`, e.g. the Failures page's judge columns."""
+    lab = runs_lab(tmp_path / "lab", 10)
+    con = LabSource(lab, annotations=tmp_path / "ann", blind=True).snapshot().cursor()
+    hidden = con.execute(
+        "SELECT count(*) FILTER (WHERE judge_category IS NOT NULL OR judge_source IS NOT NULL"
+        " OR judge_confidence IS NOT NULL OR predicted_category IS NOT NULL), count(*) FROM runs"
+    ).fetchone()
+    assert hidden == (0, 10)
+    q = RunsQuery(
+        filters={"outcome": ["failure"]},
+        columns=["trajectory_id", "category", "judge_category", "judge_confidence"],
+        sort="judge_confidence",
+    )
+    rows = fetch_page(con, q).rows
+    assert len(rows) == 4 and all(r["judge_category"] is None for r in rows)
+    assert all(r["judge_confidence"] is None for r in rows)
+    # the same lab, not blind: the judge columns are there
+    seen = LabSource(lab, annotations=tmp_path / "ann").snapshot().cursor()
+    assert seen.execute("SELECT count(judge_category) FROM runs").fetchone()[0] == 4
+
+
 def test_snapshot_follows_lab_writes(tmp_path):
     lab = runs_lab(tmp_path / "lab", 10)
     src = LabSource(lab, annotations=tmp_path / "ann")

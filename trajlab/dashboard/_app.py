@@ -21,7 +21,7 @@ import dash
 from dash import Input, Output, State, dcc, html
 from flask import jsonify
 
-from ..errors import TrajlabError
+from ..errors import ConfigError, TrajlabError
 from ..store import Lab
 from ._components import message
 from ._compress import install_compression
@@ -93,6 +93,8 @@ def create_app(
     redact: bool = True,
 ) -> dash.Dash:
     """The dashboard app. `app.trajlab` is its `DashContext`; serve `app.server` (Flask) or use `serve`."""
+    if reviewers < 1:  # every queue and save would fail with it
+        raise ConfigError(f"--reviewers (reviewers per item) must be at least 1 (got {reviewers})")
     source = LabSource(lab, annotations, dataset, taxonomy, blind=blind)
     spec = load_dashboards([Path(d) for d in dashboards or []], include_defaults=default_pages)
     ctx = DashContext(source, spec, secrets=redact, blind=blind, reviewers=reviewers, annotator=annotator)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from dash import dash_table, html
 
 from ._text import clean_block, clean_line, fmt_num
+
+if TYPE_CHECKING:
+    from ..review import AnnotationStore, Problem
 
 TABLE_STYLE: dict[str, Any] = {
     "style_table": {"overflowX": "auto"},
@@ -122,6 +125,33 @@ def pre(text: Any, className: str = "block", secrets: bool = True, **kwargs: Any
 
 def message(text: str, kind: str = "info") -> html.Div:
     return html.Div(text, className=f"msg msg-{kind}")
+
+
+MAX_PROBLEMS_SHOWN = 8
+
+
+def problems_message(
+    problems: Sequence[Problem], store: AnnotationStore, secrets: bool = True
+) -> html.Div | None:
+    """A warning listing the problems of an annotation store's files (`path:line: severity: message`),
+    or None when there are none."""
+    if not problems:
+        return None
+    errors = sum(1 for p in problems if p.severity == "error")
+    root, dataset = clean_line(str(store.root), 200, secrets), clean_line(store.dataset, 64, secrets)
+    head = (
+        f"{len(problems)} problem(s) in the annotation files of {root}/{dataset}"
+        + (f" ({errors} error(s): those lines are not used)" if errors else "")
+        + "; nothing was rewritten: fix the lines by hand "
+        + f"(`trajlab annotations validate --annotations {root} --dataset {dataset}` lists them all)"
+    )
+    lines = [clean_line(str(p), 400, secrets) for p in problems[:MAX_PROBLEMS_SHOWN]]
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        lines.append(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more")
+    return html.Div(
+        [html.Div(head), html.Ul([html.Li(x) for x in lines])],
+        className="msg msg-warn annotation-problems",
+    )
 
 
 def details(summary: str, children: Any, open: bool = False) -> html.Details:

@@ -15,7 +15,7 @@ from dash.exceptions import PreventUpdate
 
 from ..errors import TrajlabError
 from ..review import SPECIAL_CATEGORIES
-from ._components import message, pre
+from ._components import message, pre, problems_message
 from ._review import TrajectoryLabels, submit_review, trajectory_labels
 from ._text import clean_line
 
@@ -106,6 +106,9 @@ def _judge_block(ctx: DashContext, r: dict[str, Any], under_review: bool) -> htm
 def labels_body(ctx: DashContext, d: TrajectoryData, labels: TrajectoryLabels) -> list[Any]:
     sec = ctx.secrets
     out: list[Any] = []
+    warning = problems_message(labels.problems, ctx.source.store, sec)
+    if warning is not None:
+        out.append(warning)
     if not ctx.blind:
         if labels.judge:
             for r in labels.judge:
@@ -233,11 +236,12 @@ def labels_layout(ctx: DashContext, d: TrajectoryData) -> html.Div:
             html.Div(
                 [
                     html.Label("decisive step", htmlFor="review-decisive"),
+                    # text, checked on the server: a number input hands Dash None for `2.7` or `-1`,
+                    # which would save a label with no decisive step instead of refusing it
                     dcc.Input(
                         id="review-decisive",
-                        type="number",
-                        min=0,
-                        step=1,
+                        type="text",
+                        inputMode="numeric",
                         placeholder="step",
                         style={"width": "7em"},
                     ),
@@ -268,11 +272,21 @@ def labels_layout(ctx: DashContext, d: TrajectoryData) -> html.Div:
     )
 
 
+def _step(value: Any) -> int | None:
+    """The decisive step typed in the form: empty -> None, else one step number (0, 1, 2 ...)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()):
+        raise ValueError(f"the decisive step must be one step number (0, 1, 2 ...), not {text!r}")
+    return int(text)
+
+
 def _steps(text: str | None) -> list[int] | None:
     if not text or not text.strip():
         return None
     parts = [p for p in re.split(r"[\s,;]+", text.strip()) if p]
-    if not all(p.isdigit() for p in parts):
+    if not all(p.isascii() and p.isdigit() for p in parts):
         raise ValueError(f"evidence steps must be step numbers separated by commas, not {text!r}")
     return [int(p) for p in parts]
 
@@ -290,6 +304,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         if not tid:
             raise PreventUpdate
         d = ctx.trajectories.get(ctx, tid)
+        annotator = (annotator or "").strip()  # the name saving uses (`_save` strips it too)
         try:
             who: Any = (
                 f"reviewing as {annotator} → {ctx.source.store.path_for(annotator)}"
@@ -330,7 +345,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
                 accept=accept,
                 # "Accept" takes the judge's label as it is: category, decisive step and evidence.
                 category=None if accept else category,
-                decisive_step_index=None if accept or decisive in (None, "") else int(decisive),
+                decisive_step_index=None if accept else _step(decisive),
                 evidence_steps=None if accept else _steps(evidence),
                 note=(note or "").strip() or None,
                 mode="blind" if ctx.blind else "normal",

@@ -20,9 +20,9 @@ from dash.exceptions import PreventUpdate
 from ..errors import TrajlabError
 from ..review import ReviewQueue
 from ..store import fetch_arrow, run_readonly
-from ._components import data_table, details, message
+from ._components import data_table, details, message, problems_message
 from ._page_runs import runs_layout
-from ._review import live_agreement
+from ._review import annotation_problems, live_agreement
 from ._spec import (
     PARAM,
     AgreementPanel,
@@ -274,10 +274,19 @@ def analysis_body(ctx: DashContext, panel: AnalysisPanel) -> Any:
     return out
 
 
+def _problems(ctx: DashContext) -> list[Any]:
+    """The annotation files' problems as a warning (empty when there are none)."""
+    warning = problems_message(annotation_problems(ctx.source), ctx.source.store, ctx.secrets)
+    return [] if warning is None else [warning]
+
+
 def agreement_body(ctx: DashContext, panel: AgreementPanel) -> Any:
     rep = live_agreement(ctx.source, panel.k)
     if not rep.raters:
-        return [message("No labels to compare yet: judge the failures and review some of them.")]
+        return [
+            *_problems(ctx),
+            message("No labels to compare yet: judge the failures and review some of them."),
+        ]
 
     def f(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.3f}"
@@ -303,7 +312,8 @@ def agreement_body(ctx: DashContext, panel: AgreementPanel) -> Any:
                 ),
             ],
             className="agreement-head",
-        )
+        ),
+        *_problems(ctx),
     ]
     titles = {
         "pairs": "Rater pairs (Cohen's kappa, decisive-step agreement)",
@@ -345,8 +355,9 @@ def queue_body(ctx: DashContext, page: PageSpec, i: int, panel: QueuePanel, anno
         for it in items
     ]
     if not rows:
-        return [message(f"Nothing left to review for {annotator}.")]
+        return [*_problems(ctx), message(f"Nothing left to review for {annotator}.")]
     return [
+        *_problems(ctx),
         html.Div(
             f"{len(rows)} trajectories waiting for {annotator}, highest priority first. Click one to review it.",
             className="hint",

@@ -16,7 +16,15 @@ from typing import Any
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from ..review import SPECIAL_CATEGORIES, AgreementReport, AnnotationRecord, QueueError, ReviewQueue, agreement
+from ..review import (
+    SPECIAL_CATEGORIES,
+    AgreementReport,
+    AnnotationRecord,
+    Problem,
+    QueueError,
+    ReviewQueue,
+    agreement,
+)
 from ._source import LabSource
 
 
@@ -29,6 +37,8 @@ class TrajectoryLabels:
     human: list[dict[str, Any]] = field(default_factory=list)
     gold: list[dict[str, Any]] = field(default_factory=list)
     predicted: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    """Problems of the dataset's annotation files (their lines are not used): shown, never hidden."""
 
 
 def _newest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -57,10 +67,12 @@ def trajectory_labels(source: LabSource, tid: str) -> TrajectoryLabels:
     out.predicted = _newest(
         [r for r in lab.read("predicted_labels", filter=flt).to_pylist() if r["taxonomy_id"] == tax]
     )
+    read = source.store.read()
+    out.problems = read.problems
     humans = [
-        {**r.model_dump(), "dataset": source.store.dataset, "live": True}
-        for r in source.store.records(trajectory_id=tid, effective=True)
-        if r.taxonomy_id == tax
+        {**loc.record.model_dump(), "dataset": source.store.dataset, "live": True}
+        for loc in read.effective
+        if loc.record.trajectory_id == tid and loc.record.taxonomy_id == tax
     ]
     humans += [
         {**r, "live": False}
@@ -69,6 +81,12 @@ def trajectory_labels(source: LabSource, tid: str) -> TrajectoryLabels:
     ]
     out.human = _newest(humans)
     return out
+
+
+def annotation_problems(source: LabSource) -> list[Problem]:
+    """Every problem of the dataset's annotation files (bad lines, conflicts, layout): the readers skip
+    those lines, so the pages that show human labels must say so."""
+    return source.store.read().problems
 
 
 @dataclass
@@ -108,27 +126,69 @@ def submit_review(
         store=source.store,
     )
     tax = source.taxonomy
-    mine = [
-        r
-        for r in source.store.records(annotator=annotator, trajectory_id=tid, effective=True)
-        if r.taxonomy_id == tax.id
-    ]
-    if not mine:
-        try:
-            rec = queue.submit(
+
+    def mine() -> list[AnnotationRecord]:
+        return [
+            r
+            for r in source.store.records(annotator=annotator, trajectory_id=tid, effective=True)
+            if r.taxonomy_id == tax.id
+        ]
+
+    # Saves of this server (several tabs, several reviewers) one at a time, so each one is decided on
+    # what the saves before it wrote: two tabs saving at once end as they would one after the other.
+    with source.review_lock:
+        if not mine():
+            try:
+                rec = queue.submit(
+                    tid,
+                    category,
+                    accept=accept,
+                    decisive_step_index=decisive_step_index,
+                    evidence_steps=evidence_steps,
+                    note=note,
+                )
+                source.invalidate_annotations()
+                return ReviewResult(rec, _describe(rec, source))
+            except QueueError as e:
+                # outside the queue, or another process saved this reviewer's label just now: a change
+                if "not in the review queue" not in str(e) and not mine():
+                    raise
+        # A change of the reviewer's own label, or a run outside the queue: a record of its own, decided
+        # and appended under the dataset lock (another process may be saving too).
+        with source.store.lock():
+            rec = _own_record(
+                source,
                 tid,
-                category,
+                annotator,
+                mine(),
                 accept=accept,
+                category=category,
                 decisive_step_index=decisive_step_index,
                 evidence_steps=evidence_steps,
                 note=note,
+                mode=mode,
             )
-            source.invalidate_annotations()
-            return ReviewResult(rec, _describe(rec, source))
-        except QueueError as e:
-            if "not in the review queue" not in str(e):
-                raise
-    # A change of the reviewer's own label, or a run outside the queue: a record of its own.
+            source.store.append(rec)
+    source.invalidate_annotations()
+    return ReviewResult(rec, _describe(rec, source))
+
+
+def _own_record(
+    source: LabSource,
+    tid: str,
+    annotator: str,
+    mine: list[AnnotationRecord],
+    *,
+    accept: bool,
+    category: str | None,
+    decisive_step_index: int | None,
+    evidence_steps: Sequence[int] | None,
+    note: str | None,
+    mode: str,
+) -> AnnotationRecord:
+    """The record of a change of `annotator`'s own label (superseding `mine[-1]`) or of a run outside
+    the queue."""
+    tax = source.taxonomy
     labels = trajectory_labels(source, tid)
     judge = None if mode == "blind" else labels.under_review
     hidden = labels.under_review
@@ -162,7 +222,7 @@ def submit_review(
         action = "accepted"
     else:
         action = "overridden"
-    rec = AnnotationRecord(
+    return AnnotationRecord(
         trajectory_id=tid,
         taxonomy_id=tax.id,
         taxonomy_version=str(tax.version),
@@ -176,10 +236,6 @@ def submit_review(
         review_action=action,  # type: ignore[arg-type]
         supersedes=mine[-1].record_id if mine else None,
     ).with_id()
-    with source.store.lock():
-        source.store.append(rec)
-    source.invalidate_annotations()
-    return ReviewResult(rec, _describe(rec, source))
 
 
 def _describe(rec: AnnotationRecord, source: LabSource) -> str:

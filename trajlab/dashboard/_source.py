@@ -79,7 +79,7 @@ LEFT JOIN hl USING (trajectory_id)
 
 RUNS_VIEW_SQL = """
 CREATE OR REPLACE VIEW runs AS
-SELECT b.* EXCLUDE (lab_human_category, lab_human_n),
+SELECT b.* EXCLUDE (lab_human_category, lab_human_n){hidden},
        coalesce(h.category, b.lab_human_category) AS human_category,
        b.lab_human_n + coalesce(h.n, 0) AS n_human,
        coalesce(b.gold_category, h.category, b.lab_human_category{judged}) AS category,
@@ -93,10 +93,19 @@ FROM runs_base b LEFT JOIN human_live h USING (trajectory_id)
 HUMAN_SCHEMA = pa.schema([("trajectory_id", pa.string()), ("category", pa.string()), ("n", pa.int64())])
 
 
+BLIND_HIDDEN = (
+    " REPLACE (NULL::VARCHAR AS judge_category, NULL::VARCHAR AS judge_source,"
+    " NULL::DOUBLE AS judge_confidence, NULL::VARCHAR AS predicted_category)"
+)
+"""In blind mode the per-run judge and classifier columns of `runs` are NULL, so no page built on it
+(the Failures page's judge columns, a SQL panel over `runs`) shows a blind reviewer what the judge said."""
+
+
 def _runs_view(blind: bool) -> str:
     if blind:  # judge and classifier labels stay hidden from a blind reviewer
-        return RUNS_VIEW_SQL.format(judged="", judged_source="")
+        return RUNS_VIEW_SQL.format(hidden=BLIND_HIDDEN, judged="", judged_source="")
     return RUNS_VIEW_SQL.format(
+        hidden="",
         judged=", b.judge_category, b.predicted_category",
         judged_source="WHEN b.judge_category IS NOT NULL THEN b.judge_source "
         "WHEN b.predicted_category IS NOT NULL THEN 'predicted'",
@@ -152,6 +161,9 @@ class LabSource:
         self._snap: Snapshot | None = None
         self._lock = threading.Lock()
         self._checked = 0.0
+        self.review_lock = threading.Lock()
+        """Held while a review is decided and appended (`submit_review`): this server's saves, from any
+        tab, go one at a time."""
 
     @property
     def annotations_root(self) -> Path:
