@@ -39,6 +39,11 @@ def test_demo_runs_every_stage_and_reruns_cleanly(tmp_path: Path, monkeypatch: p
     assert data["generate example runs"]["runs"] == 32
     assert data["ingest"]["trajectories"] == 32 and data["step DAGs"]["built"] == 32
     assert data["dashboard (every page rendered on the server)"]["failed"] == 0
+    # the dashboard command the demo prints gives a new reviewer every failure to review
+    assert data["dashboard (every page rendered on the server)"]["to_review"] == sum(
+        1 for ln in (out / "examples" / "ground_truth.jsonl").open() if json.loads(ln).get("category")
+    )
+    assert any("--dataset examples --reviewers 2" in ln for ln in lines)
     assert data["skill distillation"]["valid"] is True
 
     lab = Lab.open(out / "lab")

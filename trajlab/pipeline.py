@@ -187,19 +187,28 @@ def run_demo(
 
     def dashboard() -> tuple[str, dict[str, Any]]:
         from .dashboard import check_pages, create_app
+        from .review import ReviewQueue
 
-        app = create_app(lab_path, annotations=out / "annotations", dataset="examples")
-        checks = check_pages(app.trajlab, trajectories=3)  # type: ignore[attr-defined]
+        # The ground truth already reviewed every failure as one reviewer: with 2 reviewers per item a
+        # person opening the dashboard still finds every failure in their queue (with 1, nothing is left).
+        reviewers = 2
+        app = create_app(lab_path, annotations=out / "annotations", dataset="examples", reviewers=reviewers)
+        ctx = app.trajlab  # type: ignore[attr-defined]
+        checks = check_pages(ctx, trajectories=3)
         bad = [c for c in checks if not c.ok]
+        queue = ReviewQueue(
+            ctx.source.lab, ctx.source.taxonomy, "you", reviewers_per_item=reviewers, store=ctx.source.store
+        )
+        to_review = len(queue.items())
         lines = [
             f"rendered every dashboard page on the server: {len(checks) - len(bad)} of {len(checks)} "
-            "panels and trajectory pages ok"
+            "panels and trajectory pages ok",
+            *("  " + c.line() for c in bad),
+            f"{to_review} failed runs wait in a new reviewer's queue (the ground truth was the first reviewer)",
+            f"browse it: trajlab dash {lab_path} --annotations {out / 'annotations'} --dataset examples "
+            f"--reviewers {reviewers}",
         ]
-        lines += ["  " + c.line() for c in bad]
-        lines.append(
-            f"browse it: trajlab dash {lab_path} --annotations {out / 'annotations'} --dataset examples"
-        )
-        return "\n".join(lines), {"panels": len(checks), "failed": len(bad)}
+        return "\n".join(lines), {"panels": len(checks), "failed": len(bad), "to_review": to_review}
 
     _stage(result, "generate example runs", gen, echo)
     _stage(result, "ingest", ing, echo)
