@@ -98,6 +98,14 @@ def test_blind_review(tmp_path):
         submit_review(src, "t_0001", "alice", accept=True, mode="blind")
     rec = submit_review(src, "t_0001", "alice", category="audio_perception", mode="blind").record
     assert rec.review_action == "blind" and rec.reviews_label_id == "jl_llm_t_0001"
+    # the agreement page of a blind server compares humans only: a pair with the judge shows its label
+    submit_review(src, "t_0006", "alice", category="video_perception", mode="blind")
+    assert {r["kind"] for r in agreement_rows(src)} == {"human"}
+    assert not any(
+        p.rater_a.startswith("judge") or p.rater_b.startswith("judge") for p in live_agreement(src).pairs
+    )
+    seen = LabSource(src.lab, annotations=tmp_path / "ann")  # the same files without --blind
+    assert "judge" in {r["kind"] for r in agreement_rows(seen)}
 
 
 def test_live_agreement(source):

@@ -248,7 +248,8 @@ def _describe(rec: AnnotationRecord, source: LabSource) -> str:
 
 def agreement_rows(source: LabSource) -> list[dict[str, Any]]:
     """Ratings for `agreement`: each judge's and the gold label from the lab, human labels from the
-    annotation files of this dataset (live) and from the lab for other datasets; newest per rater."""
+    annotation files of this dataset (live) and from the lab for other datasets; newest per rater.
+    In blind mode there are no judge ratings: pairs with the judge would show what it said."""
     lab = source.lab
     tax = source.taxonomy.id
     newest: dict[tuple[str, str], tuple[datetime, dict[str, Any]]] = {}
@@ -283,7 +284,7 @@ def agreement_rows(source: LabSource) -> list[dict[str, Any]]:
                 "taxonomy_id",
             ],
         ).to_pylist()
-        if r["status"] == "labeled" and r["taxonomy_id"] == tax
+        if r["status"] == "labeled" and r["taxonomy_id"] == tax and not source.blind
     ]
     models: dict[str, set[Any]] = {}
     for r in jl:
