@@ -224,7 +224,11 @@ class _Builder:
             io = step_io(s, cwd.get(agent), opened.get(agent))
             cwd[agent] = io.cwd
             out = s.get("output") or ""
-            if out.startswith("[File: "):  # SWE-agent's editor names the open file first
+            k = out.rfind("(Open file: ", len(out) - 400)
+            if k >= 0 and out.find(")", k) > 0:  # SWE-agent's status line names the open file
+                f = out[k + 12 : out.find(")", k)].strip()
+                opened[agent] = f if f and f != "n/a" else None
+            elif out.startswith("[File: "):  # SWE-agent's editor names the open file first
                 opened[agent] = (
                     out[7 : out.find(" (", 7) if " (" in out[:400] else out.find("]")].strip() or io.open_file
                 )
@@ -243,6 +247,17 @@ class _Builder:
                     io.produced += [(norm_path(w, io.cwd), "code-write") for w in written]
                     io.consumed += [norm_path(r, io.cwd) for r in read]
                     io.urls += urls
+            if (
+                node["status"] in ("error", "timeout")
+                and io.produced
+                and tool in ("edit", "write", "apply_patch")
+            ):
+                # an editor tool that failed ("String to replace not found", a refused SWE-agent edit)
+                # changed nothing: later readers do not depend on it
+                if io.shared:
+                    io = io.unshared()
+                io.produced = []
+                io.written_code = {}
             code.update(io.written_code)
             self.io[i] = io
             node["label"] = clean_label(

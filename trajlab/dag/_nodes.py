@@ -26,6 +26,8 @@ BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test"
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
 DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
 _CTRL = {c: " " for c in [*range(0, 32), 127]}
+_REJECTED = "Your changes have NOT been applied"
+"""How SWE-agent ends the output of an edit it refused: the run goes on, the file is unchanged."""
 
 
 def clean_label(text: str | None, width: int = 80) -> str | None:
@@ -67,6 +69,8 @@ def node_status(step: dict[str, Any]) -> str:
         ):
             return "ok" if out and out.strip() else "no-output"
         if err or (code is not None and code != 0):
+            return "error"
+        if out and _REJECTED in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
             return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 else "no-output"

@@ -156,11 +156,18 @@ def export(dag: StepDag, fmt: str = "json") -> str:
     raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
 
 
+# Characters XML 1.0 forbids even as character references (`&#1;` makes the GraphML unreadable):
+# control characters other than tab, newline and carriage return.
+_XML_BAD = {c: " " for c in [*range(0, 9), 11, 12, *range(14, 32), 0xFFFE, 0xFFFF]}
+
+
 def _scalar(v: Any) -> Any:
     if isinstance(v, (list, dict)):
-        return orjson.dumps(v).decode()
-    if isinstance(v, datetime):
+        v = orjson.dumps(v).decode()
+    elif isinstance(v, datetime):
         return v.isoformat()
+    if isinstance(v, str) and not v.isprintable():
+        return v.translate(_XML_BAD)
     return v
 
 
@@ -176,7 +183,7 @@ def _graphml(dag: StepDag) -> str:
             n["node_id"], **{k: _scalar(v) for k, v in n.items() if v is not None and k != "trajectory_id"}
         )
     for e in _redacted_edges(dag):
-        attrs = {k: e[k] for k in ("type", "artifact", "rule") if e.get(k) is not None}
+        attrs = {k: _scalar(e[k]) for k in ("type", "artifact", "rule") if e.get(k) is not None}
         g.add_edge(e["src"], e["dst"], key=e["type"], **attrs)
     return "\n".join(nx.generate_graphml(g)) + "\n"
 

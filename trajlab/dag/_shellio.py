@@ -490,6 +490,56 @@ def _one(acc: _Acc, prog: str, args: list[str], sc: SimpleCommand) -> None:
         acc.io.scripts.append(acc.p(sc.argv[0]))
 
 
+_SED_ADDRESS = re.compile(
+    r"(?:(?:\d+|\$)(?:,(?:[+~]?\d+|\$))?[pdq]?|\$?p)(?:;(?:(?:\d+|\$)(?:,(?:[+~]?\d+|\$))?[pdq]?))*"
+)
+_COUNT_OPTS = {
+    "head": words("-n -c --lines --bytes"),
+    "tail": words("-n -c --lines --bytes"),
+    "grep": words("-A -B -C -m --max-count --context --after-context --before-context"),
+    "rg": words("-A -B -C -m -M --max-count --max-columns --context --after-context --before-context"),
+}
+_COUNT_OPTS["egrep"] = _COUNT_OPTS["fgrep"] = _COUNT_OPTS["grep"]
+_CONTROL_PROGS = re.compile(r"\b(?:sed|head|tail|sleep|grep|egrep|fgrep|rg|timeout)\b").search
+_TIMEOUT_ARG = re.compile(r"(?<![\w-])timeout\s+(?:-\S+\s+)*(\d+(?:\.\d+)?[smhd]?)(?![\w.])")
+
+
+def _is_count(a: str) -> bool:
+    return a.lstrip("+-").isdigit()
+
+
+@lru_cache(maxsize=8192)
+def control_words(command: str) -> tuple[tuple[str, str], ...]:
+    """(program, argument) for the arguments that steer how much a command shows or how long it waits,
+    not data it works on, in command order: sed line ranges (`sed -n '360,760p'`), head/tail/grep
+    counts (`-n 50`, `-20`, `-A 3`), `sleep 50`, `timeout 30`. Like a tool's control keys (`limit`,
+    `offset`), they are not typed-in values."""
+    if not _CONTROL_PROGS(command):
+        return ()
+    out: list[tuple[str, str]] = []
+    if "timeout" in command:
+        out += [("timeout", m.group(1)) for m in _TIMEOUT_ARG.finditer(command)]
+    for prog, args, _ in _commands(command):
+        if prog == "sleep":
+            out += [(prog, a) for a in args if a.rstrip("smhd").replace(".", "", 1).isdigit()]
+        elif prog == "sed":
+            out += [(prog, a) for a in args if _SED_ADDRESS.fullmatch(a) and not a.isalpha()]
+        elif prog in _COUNT_OPTS:
+            opts = _COUNT_OPTS[prog]
+            for k, a in enumerate(args):
+                if a in opts and k + 1 < len(args) and _is_count(args[k + 1]):
+                    out.append((prog, args[k + 1]))
+                elif (
+                    a[:1] == "-" and "=" in a and a.split("=", 1)[0] in opts and _is_count(a.split("=", 1)[1])
+                ):
+                    out.append((prog, a.split("=", 1)[1]))
+                elif a[:1] == "-" and len(a) > 2 and a[:2] in opts and _is_count(a[2:]):
+                    out.append((prog, a[2:]))  # -n50, -A3
+                elif prog in ("head", "tail") and a[:1] == "-" and a[1:].isdigit():
+                    out.append((prog, a[1:]))  # head -20
+    return tuple(out)
+
+
 _PATCH_MARKERS = (
     ("*** Add File: ", "add"),
     ("*** Update File: ", "update"),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import orjson
 
-from ._shellio import ShellIO, patch_targets, shell_io
+from ._shellio import ShellIO, control_words, patch_targets, shell_io
 from ._tokens import code_io, is_pathlike, is_url, norm_path, scan, words
 
 PATH_KEYS = (
@@ -100,11 +101,24 @@ def _from_shell(sio: ShellIO) -> StepIO:
 def _shell_step(command: str, cwd: str | None) -> StepIO:
     """The StepIO of a command line run in `cwd`; cached and shared (`unshared()` before changing it)."""
     io = _from_shell(shell_io(command, cwd))
-    io.value_text = command
+    io.value_text = _without_controls(command)
     if io.cwd is None:
         io.cwd = cwd
     _attach_primary(io)
     return io
+
+
+def _without_controls(command: str) -> str:
+    """The command text where typed-in values are looked for: control arguments (`sed -n '1,220p'`,
+    `head -n 50`, `sleep 50`) are blanked out, each at its first occurrence after its program."""
+    at = 0
+    for prog, w in control_words(command):
+        k = command.find(prog, at)
+        m = re.compile(rf"(?<![\w.,]){re.escape(w)}(?![\w.,])").search(command, k if k >= 0 else at)
+        if m is not None:
+            command = command[: m.start()] + " " * len(w) + command[m.end() :]
+            at = m.end()
+    return command
 
 
 def _data_values(args: dict[str, Any]) -> str:
@@ -117,6 +131,10 @@ def _data_values(args: dict[str, Any]) -> str:
             parts.append(v)
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             parts.append(str(v))
+        elif k == "view_range" and isinstance(v, list):
+            # the first line to show (often a line a grep printed); not `297,357` read as 297357, and
+            # the end is only the size of the window
+            parts += [str(x) for x in v[:1] if isinstance(x, int) and not isinstance(x, bool)]
         elif isinstance(v, (list, dict)):
             parts.append(orjson.dumps(v).decode())
     return "\n".join(parts)
@@ -177,6 +195,11 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         elif p:
             io.edits.append(p)
             io.produced.append((p, "tool-edit"))
+        elif open_file and ("replacement_text" in args or "start_line" in args):
+            # SWE-agent's function-calling `edit` (start_line, end_line, replacement_text) changes
+            # the open file without naming it
+            io.edits.append(open_file)
+            io.produced.append((open_file, "tool-edit"))
     elif tool == "apply_patch" or name == "apply_patch":
         _patch(io, str(args.get("input") or args.get("patch") or args.get("command") or ""), cwd)
         _changes(io, step.get("metadata"))

@@ -249,7 +249,7 @@ def find_retries(b: _Builder) -> dict[int, int]:
                 rule = None
                 if nb["tool"] == ka and ka is not None:
                     cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
-                    if same_input or ca == cb:
+                    if same_input or ca == cb or _extends(ca, cb):
                         rule = "retry-same-tool"
                     else:
                         # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
@@ -263,6 +263,16 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     out[a] = c
                     break
     return out
+
+
+def _extends(failed: str, retry: str) -> bool:
+    """The retry is the failed command with more words (`git push` -> `git push --set-upstream origin
+    x`): a corrected command even when the added words make it less than 50% similar."""
+    a = failed.split()
+    if len(a) < 2 or a[0] != retry.split(None, 1)[0]:
+        return False
+    b = set(retry.split())
+    return len(b) > len(set(a)) and b.issuperset(a)
 
 
 def answer_node(b: _Builder) -> int | None:

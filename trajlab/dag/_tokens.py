@@ -115,10 +115,22 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
     return list(paths), list(urls), list(values)
 
 
+# Names that mix letters and digits but are vocabulary, not values a run produced: interpreters and
+# versioned programs (`python3`, `pip3`, `python3.11`), hashes and encodings (`sha256`, `utf-8`,
+# `base64`), number types and architectures (`int64`, `float32`, `x86_64`, `arm64`), codecs and
+# protocols (`h264`, `ipv4`, `http2`). A shebang `#!/usr/bin/env python3` is not a printed result.
+_VOCAB_CODE = re.compile(
+    r"(?:python|pypy|pip|py|perl|php|ruby|node|lua|gcc|g\+\+|clang|llvm|java|jdk|sha|md|crc|base|utf-?|ucs-?"
+    r"|latin-?|iso-?|u?int|float|complex|x86[_-]?|amd|arm|aarch|i|h|vp|av|mp|ipv|http|tls|ssl|oauth|es|win)"
+    r"\d+(?:[._-]\d+)*",
+    re.IGNORECASE,
+)
+
+
 def _value(part: str, values: dict[str, None]) -> None:
     if _NUM_RE.fullmatch(part):
         values[norm_value(part)] = None
-    elif len(part) >= 4 and _CODE_RE.fullmatch(part):
+    elif len(part) >= 4 and _CODE_RE.fullmatch(part) and not _VOCAB_CODE.fullmatch(part):
         values[part] = None
 
 

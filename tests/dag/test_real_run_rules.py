@@ -1,0 +1,198 @@
+"""Rules fixed after auditing the DAGs of real corpus runs (each test names the run shape it mirrors)."""
+
+from __future__ import annotations
+
+import io
+
+import networkx as nx
+from dagfix import Run, edge_set
+
+from trajlab.dag import export
+
+
+def _values(d) -> set[tuple[int, int, str]]:
+    return {
+        (e["src"], e["dst"], e["artifact"]) for e in d.edges if (e["artifact"] or "").startswith("value:")
+    }
+
+
+def test_program_names_are_not_values() -> None:
+    # mini-swe-agent: `cat tests/missing_colon.py` shows the shebang; `python3 ...` later is no use of it
+    r = Run()
+    r.user("Fix the SyntaxError in tests/missing_colon.py")
+    cat = r.bash(
+        "cat tests/missing_colon.py", "#!/usr/bin/env python3\n\ndef division(a, b):\n    return a/b\n"
+    )
+    r.bash("python3 tests/missing_colon.py", "8.2")
+    r.bash('python3 -c "print(1)"', "1")
+    r.say("Fixed: the script runs with python3 now.")
+    d = r.dag()
+    assert not any(v == "value:python3" for _, _, v in _values(d))
+    assert not any(c["step_index"] == cat and c["signal"] == "answer_source" for c in d.candidates)
+
+
+def test_real_codes_are_still_values() -> None:
+    r = Run()
+    r.user("Create the beads")
+    a = r.bash("bd create --title x", "Created issue: spotter-0p7.1")
+    b = r.bash("bd dep add spotter-0p7.2 spotter-0p7.1", "ok")
+    assert (a, b, "value:spotter-0p7.1") in _values(r.dag())
+
+
+def test_sed_line_ranges_head_counts_and_sleep_are_not_values() -> None:
+    # Codex: a VTT cue id `.../360-0` and a skill text quoting `sed -n '1,220p'` are no source of the
+    # line range of a later `sed -n '360,760p' Other.tsx`; terminus: `sleep 50` twice
+    r = Run()
+    r.user("Look around")
+    r.bash("sed -n '180,520p' notes.vtt", "395eec3e-bf72/360-0\n00:02:14.621 --> 00:02:15.000\nhello")
+    r.bash("cat SKILL.md", "Do not use a partial range such as `sed -n '1,220p'`; read it all. 4210 total")
+    r.bash("sed -n '360,760p' src/Other.tsx", "x")
+    r.bash("sed -n '1,220p' src/Dash.tsx | head -n 50", "y")
+    s1 = r.bash("sleep 50", "root@box:/app# sleep 50")
+    r.bash("sleep 50", "root@box:/app# sleep 50")
+    r.bash("timeout 30 python3 count.py --limit 4210", "done")
+    d = r.dag()
+    assert {v for _, _, v in _values(d)} == {"value:4210"}
+    assert not any(src == s1 for src, _, _ in _values(d))
+
+
+def test_view_range_start_is_a_value_its_end_is_not() -> None:
+    # OpenHands: `grep -n slots attrs.py` prints `895:def _add_slots`, then `view_range: [895, 955]`
+    r = Run()
+    r.user("Fix slots")
+    g = r.call(
+        "execute_bash",
+        {"command": "grep -n slots /w/mypy/attrs.py"},
+        "297:    slots_default\n895:def _add_slots(ctx)",
+    )
+    r.call(
+        "str_replace_editor",
+        {"command": "view", "path": "/w/mypy/other.py", "view_range": [1, 20]},
+        "   19\tx = 955\n",
+    )
+    v = r.call(
+        "str_replace_editor",
+        {"command": "view", "path": "/w/mypy/attrs.py", "view_range": [895, 955]},
+        "895\tdef",
+    )
+    d = r.dag()
+    assert (g, v, "value:895") in _values(d)
+    assert not any(art == "value:955" for _, _, art in _values(d))
+    assert not any(art == "value:895955" for _, _, art in _values(d))
+
+
+def _swe_agent_run() -> tuple[Run, dict[str, int]]:
+    """SWE-agent 1.x with function calls: `create`, an `edit` of the open file, a refused edit, a fix."""
+    r = Run()
+    r.user("TimeDelta serialization precision: 345 ms is serialized as 344")
+    ix = {}
+    ix["create"] = r.call(
+        "create",
+        {"filename": "reproduce.py"},
+        "[File: reproduce.py (1 lines total)]\n1:\n(Open file: /testbed/reproduce.py)\n(Current directory: /testbed)\nbash-$",
+        exit_code=None,
+    )
+    ix["edit"] = r.call(
+        "edit",
+        {"replacement_text": "print(td_field.serialize('td', obj))", "start_line": 1, "end_line": 1},
+        "File updated.\n[File: /testbed/reproduce.py (9 lines total)]\n(Open file: /testbed/reproduce.py)\nbash-$",
+        exit_code=None,
+    )
+    ix["run"] = r.bash(
+        "python reproduce.py", "344\n(Open file: /testbed/reproduce.py)\nbash-$", exit_code=None
+    )
+    ix["open"] = r.call(
+        "open",
+        {"path": "src/marshmallow/fields.py", "line_number": 1474},
+        "[File: src/marshmallow/fields.py (1997 lines total)]\n1475:        return int(x)\n"
+        "(Open file: /testbed/src/marshmallow/fields.py)\nbash-$",
+        exit_code=None,
+    )
+    ix["refused"] = r.call(
+        "edit",
+        {"replacement_text": "return int(round(x))", "start_line": 1475, "end_line": 1475},
+        "Your proposed edit has introduced new syntax error(s).\nERRORS:\n- E999 IndentationError\n"
+        "Your changes have NOT been applied. Please fix your edit command and try again.\n"
+        "(Open file: /testbed/src/marshmallow/fields.py)\nbash-$",
+        exit_code=None,
+    )
+    ix["fixed"] = r.call(
+        "edit",
+        {"replacement_text": "        return int(round(x))", "start_line": 1475, "end_line": 1475},
+        "File updated.\n(Open file: /testbed/src/marshmallow/fields.py)\nbash-$",
+        exit_code=None,
+    )
+    ix["rerun"] = r.bash(
+        "python reproduce.py", "345\n(Open file: /testbed/src/marshmallow/fields.py)\nbash-$", exit_code=None
+    )
+    ix["submit"] = r.call(
+        "submit", {}, "diff --git a/src/marshmallow/fields.py b/src/marshmallow/fields.py", exit_code=None
+    )
+    return r, ix
+
+
+def test_swe_agent_edit_changes_the_open_file() -> None:
+    r, ix = _swe_agent_run()
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (ix["edit"], ix["run"], "data") in data  # the script the edit filled is what runs
+    assert (ix["edit"], ix["rerun"], "data") in data
+    assert (ix["fixed"], ix["submit"], "answer") in edge_set(d, "answer")  # the diff is the last edit
+
+
+def test_swe_agent_refused_edit_is_an_error_that_changed_nothing() -> None:
+    r, ix = _swe_agent_run()
+    d = r.dag()
+    status = {n["node_id"]: n["status"] for n in d.nodes}
+    assert status[ix["refused"]] == "error"
+    assert status[ix["fixed"]] == "ok"
+    assert not any(
+        e["src"] == ix["refused"] and e["rule"] == "tool-edit" for e in d.edges
+    )  # the file was not changed by it
+    assert (ix["refused"], ix["fixed"], "retry") in edge_set(d, "retry")
+    assert d.metrics["n_recoveries"] == 1 and d.metrics["n_unrecovered_errors"] == 0
+
+
+def test_failed_claude_edit_produces_nothing() -> None:
+    r = Run()
+    r.user("Fix app.py")
+    bad = r.call(
+        "Edit",
+        {"file_path": "/w/app.py", "old_string": "nope", "new_string": "x"},
+        "<tool_use_error>String to replace not found in file.</tool_use_error>",
+        exit_code=1,
+    )
+    cat = r.bash("cat /w/app.py", "def f(): pass")
+    r.say("done")
+    assert (bad, cat, "data") not in edge_set(r.dag(), "data")
+
+
+def test_a_failed_command_retried_with_more_words_is_recovered() -> None:
+    # Claude Code: `git push` fails (no upstream), `git push --set-upstream origin spotter-gqc` succeeds
+    r = Run()
+    r.user("Commit and push")
+    r.bash("git commit -m x", "[spotter-gqc 99b497c] x")
+    push = r.bash(
+        "git push 2>&1",
+        "fatal: The current branch spotter-gqc has no upstream branch.",
+        exit_code=128,
+    )
+    again = r.bash("git push --set-upstream origin spotter-gqc 2>&1", "branch set up to track")
+    r.say("Pushed.")
+    d = r.dag()
+    assert (push, again, "retry") in edge_set(d, "retry")
+    assert d.metrics["n_unrecovered_errors"] == 0
+    assert not any(c["signal"] == "unrecovered_error" for c in d.candidates)
+
+
+def test_graphml_survives_control_characters_in_ids_and_paths() -> None:
+    r = Run(tid='t_"x\\<y>')
+    r.user('Read "we\x01ird.txt" <and> {x|y}')
+    r.bash('echo a > "/w/we\x01ird.txt"', "", call_id="c\x01d")
+    r.bash('cat "/w/we\x01ird.txt"', "a", call_id="c\x01d")  # duplicate call id: an anomaly naming it
+    r._add("tool_result", output="orphan \x02", call_id="z\x02<&>")
+    r.say('done "x" \\')
+    d = r.dag()
+    g = nx.read_graphml(io.StringIO(export(d, "graphml")), force_multigraph=True)
+    assert g.number_of_nodes() == len(d.nodes) and g.number_of_edges() == len(d.edges)
+    assert "duplicate call id" in g.graph["anomalies"]
