@@ -23,6 +23,7 @@ from ._render import (
     new_skill,
     rules_markdown,
     skill_name,
+    skill_names,
 )
 from ._skill import Budget, Skill
 from ._versions import SkillStore, Version
@@ -244,12 +245,10 @@ def distill(
     benchmark = next(iter(benchmarks)) if len(benchmarks) == 1 else None
     outcomes: list[SkillOutcome] = []
     down: str | None = None  # an endpoint that failed once is not retried for every skill
-    for scope, srules in sorted(_group(rules, params).items()):
-        name = (
-            skill_name(prefix, scope)
-            if params.group_by
-            else skill_name(prefix, "all").removesuffix("-general")
-        )
+    groups = sorted(_group(rules, params).items())
+    names = skill_names(prefix, [sc for sc, _ in groups])
+    for scope, srules in groups:
+        name = names[scope] if params.group_by else skill_name(prefix, "all").removesuffix("-general")
         if merge:
             srules = merge_rules(_previous_rules(store, name), srules, corpus, params)
         sk, rejected, info, _ = build_skill(

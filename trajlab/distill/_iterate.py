@@ -33,7 +33,7 @@ from ..errors import ConfigError, InputFileError
 from ..fsutil import atomic_write_bytes
 from ..store import Lab
 from ._distill import check_out_dir
-from ._features import load_corpus
+from ._features import is_excluded, load_corpus
 from ._guard import EvalIndex
 from ._llm import ChatClient, LLMError, excerpt
 from ._mine import MineParams, Rule, feature_rule, mine_rules
@@ -261,7 +261,10 @@ class Iteration:
                         defaults={
                             "split": split,
                             "condition": f"iterate:v{version}",
-                            "tags": ["iterate", f"round:{r}"],
+                            # the tag is authoritative: a runner that records its own split
+                            # (`train`, `dev`...) in its files keeps it, but a held-out run tagged
+                            # `split:heldout` is still never mined (load_corpus, EvalIndex)
+                            "tags": ["iterate", f"round:{r}", f"split:{split}"],
                         },
                     )
             lab = Lab.open(self.lab_path)
@@ -311,12 +314,15 @@ class Iteration:
 
         t = lab.read(
             "trajectories",
-            ["trajectory_id", "task_id", "outcome", "tags"],
-            filter=(pc.field("outcome") == "failure") & (pc.field("split") == "calibration"),
+            ["trajectory_id", "task_id", "outcome", "split", "tags"],
+            filter=pc.field("outcome") == "failure",
         ).to_pylist()
         out = []
         for row in t:
-            if f"round:{r}" not in (row["tags"] or []):
+            tags = row["tags"] or []
+            if f"round:{r}" not in tags or is_excluded(row["split"], tags):
+                continue
+            if "split:calibration" not in tags and row["split"] != "calibration":
                 continue
             steps = lab.read_trajectory_steps(row["trajectory_id"], ["kind", "command"]).to_pylist()
             cmds = [generalize(s["command"]) for s in steps if s["kind"] == "tool_call" and s["command"]]

@@ -7,6 +7,7 @@ procedure, not one task's specifics.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ..redact import redact
@@ -46,6 +47,30 @@ def generalize(command: str) -> str:
     return c if len(c) <= EXAMPLE_CHARS else c[: EXAMPLE_CHARS - 1] + "…"
 
 
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_TICKS_RE = re.compile(r"`+")
+
+
+def one_line(text: str) -> str:
+    """Trajectory text on one line: control characters and line breaks become spaces, runs of spaces one."""
+    return " ".join(_CONTROL_RE.sub(" ", str(text)).split())
+
+
+def code(text: str) -> str:
+    """`text` as one Markdown inline code span that no character of it can close or break.
+
+    Tool names, flags, modules and categories come from trajectories: a backtick in one would end
+    the span and let the rest of the text read as guidance, a line break could start a heading or a
+    frontmatter fence. The fence is one backtick longer than any backtick run inside (CommonMark), so
+    an ordinary value renders exactly as `value`."""
+    t = one_line(text)
+    runs = _TICKS_RE.findall(t)
+    if not runs:
+        return f"`{t}`"
+    fence = "`" * (max(map(len, runs)) + 1)
+    return f"{fence} {t} {fence}"
+
+
 def _example(ex: list[Example]) -> str:
     for e in ex:
         g = generalize(e.command)
@@ -62,6 +87,7 @@ def scope_label(scope: str) -> str:
     if scope == "all":
         return "all runs"
     col, _, val = scope.partition("=")
+    val = one_line(val)
     return f"{val} tasks" if col == "domain" else f"runs with {col} {val}"
 
 
@@ -76,7 +102,7 @@ def evidence_note(r: Rule) -> str:
 def _before(r: Rule) -> str:
     tool = r.value
     later = [m.split("<", 1)[1] for m in r.merged if m.startswith(f"order:{tool}<")]
-    return f" before `{later[0]}`" if later else ""
+    return f" before {code(later[0])}" if later else ""
 
 
 def guidance(r: Rule) -> str:
@@ -86,39 +112,41 @@ def guidance(r: Rule) -> str:
     eg = f", e.g. `{ex}`" if ex else ""
     if r.direction == "do":
         if fam == "use":
-            text = f"**Run `{val}`{_before(r)}**{eg}."
+            text = f"**Run {code(val)}{_before(r)}**{eg}."
         elif fam == "order":
             a, b = val.split("<", 1)
-            text = f"**Run `{a}` before `{b}`**{eg}."
+            text = f"**Run {code(a)} before {code(b)}**{eg}."
         elif fam == "flag":
             prog, _, opt = val.partition(" ")
-            text = f"**Call `{prog}` with `{opt}`**{eg}."
+            text = f"**Call {code(prog)} with {code(opt)}**{eg}."
         elif fam == "import":
-            text = f"**Use the python module `{val}`**{eg}."
+            text = f"**Use the python module {code(val)}**{eg}."
         elif fam == "recover":
             if ex and ex.split()[0] in INSTALLERS | {"python", "python3", "sudo"}:
-                text = f"**If `{val}` fails or is missing, install it (`{ex}`) and rerun `{val}`**."
+                text = (
+                    f"**If {code(val)} fails or is missing, install it ({code(ex)}) and rerun {code(val)}**."
+                )
             else:
-                text = f"**If `{val}` fails, fix the call and rerun it**{eg} instead of giving up."
+                text = f"**If {code(val)} fails, fix the call and rerun it**{eg} instead of giving up."
         else:
-            text = f"**`{r.feature}`**{eg}."
+            text = f"**{code(r.feature)}**{eg}."
     else:
         if fam == "use":
-            text = f"**Avoid relying on `{val}`**{eg}; prefer the tools in the Do list."
+            text = f"**Avoid relying on {code(val)}**{eg}; prefer the tools in the Do list."
         elif fam == "import":
-            text = f"**Avoid ad-hoc python scripts that import `{val}`**{eg}; use the command-line tools instead."
+            text = f"**Avoid ad-hoc python scripts that import {code(val)}**{eg}; use the command-line tools instead."
         elif fam == "error":
-            text = f"**Do not build on a failed `{val}` call**{eg}: check its output and fix or replace it before answering."
+            text = f"**Do not build on a failed {code(val)} call**{eg}: check its output and fix or replace it before answering."
         elif fam == "flag":
             prog, _, opt = val.partition(" ")
-            text = f"**Avoid `{prog} {opt}`**{eg}."
+            text = f"**Avoid {code(f'{prog} {opt}')}**{eg}."
         elif fam == "order":
             a, b = val.split("<", 1)
-            text = f"**Do not run `{a}` before `{b}`**."
+            text = f"**Do not run {code(a)} before {code(b)}**."
         elif fam == "recover":
-            text = f"**Do not keep retrying `{val}` the same way**{eg}."
+            text = f"**Do not keep retrying {code(val)} the same way**{eg}."
         else:
-            text = f"**Avoid `{r.feature}`**{eg}."
+            text = f"**Avoid {code(r.feature)}**{eg}."
     return f"{text} {evidence_note(r)}"
 
 
@@ -132,9 +160,9 @@ def failure_mode_items(modes: list[dict]) -> list[Item]:
     total = sum(m["failures"] for m in modes)
     out = []
     for m in modes:
-        marks = ", ".join(f"`{mk['feature'].split(':', 1)[1]}`" for mk in m["marks"])
+        marks = ", ".join(code(mk["feature"].split(":", 1)[1]) for mk in m["marks"])
         tail = f"; often together with {marks}" if marks else ""
-        out.append(Item(f"`{m['category']}`: {m['failures']} of {total} labeled failures{tail}.", None))
+        out.append(Item(f"{code(m['category'])}: {m['failures']} of {total} labeled failures{tail}.", None))
     return out
 
 
@@ -144,6 +172,30 @@ def skill_name(prefix: str, scope: str) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", raw).strip("-")
     name = re.sub(r"-{2,}", "-", name)[:64].strip("-")
     return name or "distilled"
+
+
+def skill_names(prefix: str, scopes: list[str]) -> dict[str, str]:
+    """The skill name of each scope, distinct: scopes whose values fold to one name (`Video` and
+    `video`, `a b` and `a-b`, long values cut at 64 characters) would otherwise write into one skill
+    folder, each run replacing the other's version. A scope whose value is the name as written keeps
+    it; the others get a suffix from a hash of the scope, so the names stay the same on every rerun."""
+    plain = {sc: skill_name(prefix, sc) for sc in scopes}
+    by_name: dict[str, list[str]] = {}
+    for sc, n in plain.items():
+        by_name.setdefault(n, []).append(sc)
+    out: dict[str, str] = {}
+    for n, group in by_name.items():
+        if len(group) == 1:
+            out[group[0]] = n
+            continue
+        exact = [sc for sc in group if f"{prefix}-{sc.partition('=')[2]}" == n]
+        for sc in group:
+            if exact == [sc]:
+                out[sc] = n
+                continue
+            tag = hashlib.sha256(sc.encode()).hexdigest()[:6]
+            out[sc] = f"{n[: 64 - len(tag) - 1].rstrip('-')}-{tag}"
+    return out
 
 
 def describe(scope: str, n_s: int, n_f: int, rules: list[Rule], benchmark: str | None = None) -> str:
@@ -160,14 +212,14 @@ def describe(scope: str, n_s: int, n_f: int, rules: list[Rule], benchmark: str |
         f"Tool-use procedure distilled from {n_s} successful and {n_f} failed agent runs: {what}. "
         f"Use when working on {where} with command-line tools, before choosing how to extract and check evidence."
     )
-    d = d.replace("<", "").replace(">", "")
+    d = one_line(d.replace("<", "").replace(">", ""))
     return d if len(d) <= 1000 else d[:999].rsplit(" ", 1)[0] + "."
 
 
 def new_skill(name: str, scope: str, description: str, n_s: int, n_f: int, lab: str) -> Skill:
     title = "Distilled guidance: " + ("all tasks" if scope == "all" else scope_label(scope))
     intro = (
-        f"Lessons mined by contrasting {n_s} successful and {n_f} failed runs (lab `{lab}`). "
+        f"Lessons mined by contrasting {n_s} successful and {n_f} failed runs (lab {code(lab)}). "
         "The Do list follows the order in which successful runs took these steps; each item says how "
         "strongly the logs back it (full evidence in references/)."
     )
@@ -186,10 +238,10 @@ def new_skill(name: str, scope: str, description: str, n_s: int, n_f: int, lab: 
 
 
 def rules_markdown(name: str, rules: list[Rule], rejected: list[dict]) -> str:
-    lines = [f"# Evidence for `{name}`", ""]
+    lines = [f"# Evidence for {code(name)}", ""]
     for r in rules:
         lines += [
-            f"## {r.direction}: `{r.feature}` ({scope_label(r.scope)})",
+            f"## {r.direction}: {code(r.feature)} ({scope_label(r.scope)})",
             "",
             guidance(r),
             "",
@@ -202,9 +254,9 @@ def rules_markdown(name: str, rules: list[Rule], rejected: list[dict]) -> str:
             + (" ..." if len(r.contradicting) > 20 else ""),
         ]
         if r.merged:
-            lines.append(f"- merged near-duplicates: {', '.join(f'`{m}`' for m in r.merged)}")
+            lines.append(f"- merged near-duplicates: {', '.join(code(m) for m in r.merged)}")
         if r.also_scopes:
-            lines.append(f"- also found in: {', '.join(r.also_scopes)}")
+            lines.append(f"- also found in: {', '.join(one_line(x) for x in r.also_scopes)}")
         for e in r.examples[:3]:
             g = generalize(e.command)
             if g:
@@ -212,6 +264,6 @@ def rules_markdown(name: str, rules: list[Rule], rejected: list[dict]) -> str:
         lines.append("")
     if rejected:
         lines += ["## Rules left out by the size budget", ""]
-        lines += [f"- `{x['rule']}`: {x['reason']}" for x in rejected]
+        lines += [f"- {code(x['rule'])}: {one_line(x['reason'])}" for x in rejected]
         lines.append("")
     return "\n".join(lines)

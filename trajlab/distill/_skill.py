@@ -27,6 +27,23 @@ from ._spec import (
 )
 
 HASH_EXCLUDED_META = ("version", "content-hash")
+
+
+class _FrontmatterDumper(yaml.SafeDumper):
+    """Writes a string with a line break double-quoted, on one line (`\\n` escapes).
+
+    PyYAML's default style folds such a string over several lines; a folded line that is just `---`
+    closes the frontmatter for every reader that looks for the closing fence line by line (Codex's
+    loader and `split_frontmatter`), so the rest of the YAML would be cut off."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(c in value for c in "\n\r\x85\u2028\u2029"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
+_FrontmatterDumper.add_representer(str, _represent_str)
 _BULLET = re.compile(r"^(?:[-*]|\d+[.)])\s+(.*)$")
 
 
@@ -128,8 +145,13 @@ class Skill:
         return "\n".join(out).rstrip("\n") + "\n"
 
     def render(self) -> str:
-        fm = yaml.safe_dump(
-            self.frontmatter(), sort_keys=False, allow_unicode=True, width=100_000, default_flow_style=False
+        fm = yaml.dump(
+            self.frontmatter(),
+            Dumper=_FrontmatterDumper,
+            sort_keys=False,
+            allow_unicode=True,
+            width=100_000,
+            default_flow_style=False,
         )
         return f"---\n{fm}---\n\n{self.body()}"
 
