@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from .. import analysis
 from ..analysis import AnalysisResult, missing_hint
 from ..errors import ConfigError
-from ._result import FigureResult, LabLike, group_label, open_lab, skipped
+from ._result import FigureResult, LabLike, distinct_labels, group_label, group_labels, open_lab, skipped
 from ._style import (
     CAPABILITY_COLORS,
     OUTCOME_COLORS,
@@ -107,12 +107,18 @@ def tool_gaps(
         )
     rows.sort(key=lambda r: (-abs(r[g_col]), r["tool"]))
     rows = sorted(rows[: max(1, top)], key=lambda r: -r[g_col])
+
+    def row_label(k: tuple[Any, ...], middle: bool) -> str:
+        head = group_label(dict(zip(cols, k)), cols, middle) + " · " if cols else ""
+        return head + safe_text(k[-1], 30, middle)
+
+    row_labels = distinct_labels([(*(r[c] for c in cols), r["tool"]) for r in rows], row_label)
     data = pa.Table.from_pylist(
         [
             {
                 **{c: r[c] for c in cols},
                 "tool": r["tool"],
-                "label": (group_label(r, cols) + " · " if cols else "") + safe_text(r["tool"], 30),
+                "label": label,
                 "success": r[s_col],
                 "failure": r[f_col],
                 "gap": r[g_col],
@@ -124,7 +130,7 @@ def tool_gaps(
                 "n_traj_success": r["n_traj_success"],
                 "n_traj_failure": r["n_traj_failure"],
             }
-            for r in rows
+            for r, label in zip(rows, row_labels)
         ]
     )
     d = data.to_pydict()
@@ -252,19 +258,20 @@ def failure_distribution(
         out.notes = [h for r in results.values() for m in r.missing if (h := missing_hint(m))]
         return out
     rows: list[dict[str, Any]] = []
-    for s, r in usable.items():
-        for row in r.table.to_pylist():
-            rows.append(
-                {
-                    "source": s,
-                    **{c: row[c] for c in cols},
-                    "group": group_label(row, cols),
-                    "category": row["category"],
-                    "n": row["n"],
-                    "share": row["share"],
-                    "n_labeled": row["n_labeled"],
-                }
-            )
+    raw = [(s, row) for s, r in usable.items() for row in r.table.to_pylist()]
+    labels = group_labels([row for _, row in raw], cols)  # one label per group, across the sources
+    for (s, row), label in zip(raw, labels):
+        rows.append(
+            {
+                "source": s,
+                **{c: row[c] for c in cols},
+                "group": label,
+                "category": row["category"],
+                "n": row["n"],
+                "share": row["share"],
+                "n_labeled": row["n_labeled"],
+            }
+        )
     cats = category_order(sorted({r["category"] for r in rows}))
     groups = sorted({r["group"] for r in rows})
     rows.sort(key=lambda r: (srcs.index(r["source"]), groups.index(r["group"]), cats.index(r["category"])))
@@ -364,17 +371,19 @@ def capability_usage(
         out = skipped(name, title, reason, width, sql=res.sql, params=params, analysis="capability_usage")
         out.notes = hints
         return out
+    raw = res.table.to_pylist()
+    facet_labels = group_labels(raw, fcols) if fcols else ["all"] * len(raw)
     rows = [
         {
             **{c: r[c] for c in [*cols, *fcols]},
-            "facet": group_label(r, fcols) if fcols else "all",
-            "group": group_label(r, cols),
+            "facet": fl,
+            "group": gl,
             "capability": r["capability"],
             "value": r[measure],
             "n_traj": r["n_traj"],
             "n_calls": r["n_calls"],
         }
-        for r in res.table.to_pylist()
+        for r, fl, gl in zip(raw, facet_labels, group_labels(raw, cols))
     ]
     data = pa.Table.from_pylist(rows)
     facets = sorted({r["facet"] for r in rows})

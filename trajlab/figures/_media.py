@@ -11,7 +11,7 @@ import pyarrow as pa
 from .. import analysis
 from ..analysis import missing_hint
 from ..errors import ConfigError
-from ._result import FigureResult, LabLike, group_label, open_lab, skipped
+from ._result import FigureResult, LabLike, group_labels, open_lab, skipped
 from ._style import STRATEGY_COLORS, check_width, font_px, px, styled
 
 MEDIA_MEASURES: dict[str, str] = {
@@ -76,10 +76,11 @@ def media_tokens(
         )
         out.notes = [h for m in res.missing if (h := missing_hint(m))]
         return out
+    raw = res.table.to_pylist()
     rows: list[dict[str, Any]] = [
         {
             **{c: r[c] for c in cols},
-            "group": group_label(r, cols),
+            "group": label,
             "strategy": r["strategy"],
             "value": r[measure],
             "n_traj": r["n_traj"],
@@ -89,7 +90,7 @@ def media_tokens(
             "avg_extractions": r["avg_extractions"],
             "prompt_per_call_vs_tools": r["prompt_per_call_vs_tools"],
         }
-        for r in res.table.to_pylist()
+        for r, label in zip(raw, group_labels(raw, cols))
         if r[measure] is not None
     ]
     if not rows:

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from .. import analysis
 from ..analysis import missing_hint
 from ..errors import ConfigError
-from ._result import FigureResult, LabLike, group_label, open_lab, skipped, wilson
+from ._result import FigureResult, LabLike, group_label, group_labels, open_lab, skipped, wilson
 from ._style import PALETTE, condition_colors, safe_text, styled
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "cross", "x", "star", "hexagon")
@@ -60,12 +60,12 @@ def accuracy_tokens_pareto(
         out.notes = [h for m in res.missing if (h := missing_hint(m))]
         return out
     data_rows: list[dict[str, Any]] = []
-    for r in rows:
+    for r, label in zip(rows, group_labels(rows, cols)):
         lo, hi = wilson(r["n_success"], r["n_success"] + r["n_failure"])
         data_rows.append(
             {
                 **{c: r[c] for c in cols},
-                "group": group_label(r, cols),
+                "group": label,
                 "total_tokens": r["total_tokens"],
                 "accuracy": r["accuracy"],
                 "ci_low": lo,
@@ -254,13 +254,14 @@ def accuracy_by_difficulty(
     conds = [c for c in conds if any(r["condition"] == c for r in known)]
     levels = _ordered_levels({r["difficulty"] for r in known})
     data_rows = []
-    for r in known:
+    facet_labels = group_labels(known, fcols) if fcols else ["all"] * len(known)
+    for r, facet_label in zip(known, facet_labels):
         n = r["n_success"] + r["n_failure"]
         lo, hi = wilson(r["n_success"], n)
         data_rows.append(
             {
                 **{c: r[c] for c in fcols},
-                "facet": group_label(r, fcols) if fcols else "all",
+                "facet": facet_label,
                 "difficulty": r["difficulty"],
                 "condition": r["condition"],
                 "n_traj": r["n_traj"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Union
@@ -133,6 +134,35 @@ def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float 
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def group_label(row: dict[str, Any], cols: list[str]) -> str:
+def group_label(row: dict[str, Any], cols: list[str], middle: bool = False) -> str:
     """`a · b` from the grouping columns of a row (NULL shown as `(none)`)."""
-    return " · ".join("(none)" if row.get(c) is None else safe_text(row[c], 40) for c in cols) or "all"
+    return (
+        " · ".join("(none)" if row.get(c) is None else safe_text(row[c], 40, middle) for c in cols) or "all"
+    )
+
+
+def distinct_labels(keys: Sequence[Hashable], label: Callable[[Any, bool], str]) -> list[str]:
+    """`label(key, middle)` for each key, one label per distinct key.
+
+    Labels are shortened, so two long values that share a prefix (`mcp__playwright__browser_navigate`
+    and `..._navigate_back`, two model ids that differ in a suffix) would get one label, and plotly
+    would draw both on one axis category (and a table would merge their rows). Such keys are labelled
+    again cut in the middle, and any label still shared gets ` (1)`, ` (2)`... in key order."""
+    uniq = list(dict.fromkeys(keys))
+    out = {k: label(k, False) for k in uniq}
+    for middle in (True, None):
+        by: dict[str, list[Any]] = {}
+        for k in uniq:
+            by.setdefault(out[k], []).append(k)
+        for lab, ks in by.items():
+            if len(ks) < 2:
+                continue
+            for n, k in enumerate(sorted(ks, key=repr), 1):
+                out[k] = label(k, True) if middle else f"{lab} ({n})"
+    return [out[k] for k in keys]
+
+
+def group_labels(rows: Sequence[dict[str, Any]], cols: list[str]) -> list[str]:
+    """`group_label` of each row, distinct for rows whose grouping values differ (see distinct_labels)."""
+    keys = [tuple(r.get(c) for c in cols) for r in rows]
+    return distinct_labels(keys, lambda k, mid: group_label(dict(zip(cols, k)), cols, mid))

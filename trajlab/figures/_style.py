@@ -241,12 +241,18 @@ _TAGS = re.compile(r"[<>&]")
 _CTRL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
-def safe_text(text: Any, limit: int = 60) -> str:
+def safe_text(text: Any, limit: int = 60, middle: bool = False) -> str:
     """Trajectory text made safe for a plotly label: secrets redacted, control characters removed, bidi
     overrides shown as `[U+202E]`, and `<`, `>`, `&` replaced by look-alikes (plotly renders a subset of
-    HTML in text, e.g. `<a href>`)."""
+    HTML in text, e.g. `<a href>`). Text longer than `limit` is cut at the end, or with `middle` in the
+    middle (keeping the start and the end: names that share a long prefix stay apart)."""
     if text is None:
         return ""
     s = bidi_visible(_CTRL.sub(" ", redact(str(text)))).strip()
     s = _TAGS.sub(lambda m: {"<": "‹", ">": "›", "&": "+"}[m.group()], s)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    if len(s) <= limit:
+        return s
+    if middle and limit >= 3:
+        head = (limit - 1) // 2
+        return s[:head] + "…" + s[len(s) - (limit - 1 - head) :]
+    return s[: limit - 1] + "…"
