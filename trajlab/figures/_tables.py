@@ -229,12 +229,17 @@ _LATEX = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    # with LaTeX's default OT1 font encoding these print as other glyphs (an em dash, inverted ! and ?)
+    "|": r"\textbar{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
 }
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX))
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")  # a blank line in a cell ends the paragraph: a LaTeX error
 
 
 def latex_escape(text: str) -> str:
-    return _LATEX_RE.sub(lambda m: _LATEX[m.group()], text)
+    return _LATEX_RE.sub(lambda m: _LATEX[m.group()], _LINE_BREAKS.sub(" ", text))
 
 
 def latex_table(spec: TableSpec, label: str) -> str:
