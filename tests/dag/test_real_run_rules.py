@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import io
+import re
 
 import networkx as nx
 from dagfix import Run, edge_set
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trajlab.dag import export
+from trajlab.dag._stepio import _whole_word
 
 
 def _values(d) -> set[tuple[int, int, str]]:
@@ -196,3 +200,15 @@ def test_graphml_survives_control_characters_in_ids_and_paths() -> None:
     g = nx.read_graphml(io.StringIO(export(d, "graphml")), force_multigraph=True)
     assert g.number_of_nodes() == len(d.nodes) and g.number_of_edges() == len(d.edges)
     assert "duplicate call id" in g.graph["anomalies"]
+
+
+@given(
+    text=st.text(alphabet="ab1,. _-x2\n'é", max_size=14),
+    word=st.text(alphabet="ab12.", min_size=1, max_size=3),
+    at=st.integers(0, 14),
+)
+def test_whole_word_finds_what_the_lookaround_regex_finds(text: str, word: str, at: int) -> None:
+    # _without_controls looks control words up without compiling a regex per word (that cost ~5% of a build)
+    at = min(at, len(text))
+    m = re.compile(rf"(?<![\w.,]){re.escape(word)}(?![\w.,])").search(text, at)
+    assert _whole_word(text, word, at) == (m.start() if m else -1)

@@ -114,11 +114,31 @@ def _without_controls(command: str) -> str:
     at = 0
     for prog, w in control_words(command):
         k = command.find(prog, at)
-        m = re.compile(rf"(?<![\w.,]){re.escape(w)}(?![\w.,])").search(command, k if k >= 0 else at)
-        if m is not None:
-            command = command[: m.start()] + " " * len(w) + command[m.end() :]
-            at = m.end()
+        start = _whole_word(command, w, k if k >= 0 else at)
+        if start >= 0:
+            end = start + len(w)
+            command = command[:start] + " " * len(w) + command[end:]
+            at = end
     return command
+
+
+_TOUCHING = re.compile(r"[\w.,]").match  # what may not touch a control word (the rule's lookarounds)
+
+
+def _bounded(c: str) -> bool:
+    return _TOUCHING(c) is None
+
+
+def _whole_word(text: str, w: str, at: int) -> int:
+    """Where `w` first occurs in `text` from `at` not touching a word character, `.` or `,` (no regex
+    compiled per word: a build sees thousands of distinct ones)."""
+    i = text.find(w, at)
+    while i >= 0:
+        j = i + len(w)
+        if (i == 0 or _bounded(text[i - 1])) and (j == len(text) or _bounded(text[j])):
+            return i
+        i = text.find(w, i + 1)
+    return -1
 
 
 def _data_values(args: dict[str, Any]) -> str:
