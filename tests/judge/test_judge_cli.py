@@ -126,3 +126,33 @@ def test_unreachable_endpoint_ends_every_trajectory_with_an_error_status(tmp_pat
     rows = lab.refresh().read("judge_labels").to_pylist()
     assert {row["status"] for row in rows} == {"error"}
     assert all(row["status_reason"].startswith("request failed: connection error") for row in rows)
+
+
+def test_selection_files_and_empty_selections_give_one_line_errors_not_tracebacks(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    r = CliRunner().invoke(cli, ["judge", str(lab.root), "--rules", "--only", "@missing-ids.txt"])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit | None), r.exception
+    assert "Error: --only @missing-ids.txt: cannot read the file of trajectory ids" in r.output
+    run("judge", str(lab.root), "--rules", "--no-progress")  # judge_labels exists from now on
+    (tmp_path / "none.txt").write_text("\n")
+    for only in ("@none.txt", ","):
+        r = CliRunner().invoke(cli, ["judge", str(lab.root), "--rules", "--only", only, "--no-progress"])
+        assert isinstance(r.exception, SystemExit | None), r.exception  # no pyarrow traceback
+        assert r.exit_code == 0 and "nothing to judge" in r.output
+    assert lab.refresh().rows("judge_labels") == 3  # the earlier labels are untouched
+
+
+def test_eval_of_a_judge_or_model_without_labels_is_an_error_not_zero_accuracy(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    run("judge", str(lab.root), "--rules", "--no-progress")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"trajectory_id": "t_audio_infra", "category": "tool_infrastructure"}) + "\n")
+    for extra in (["--judge", "llm"], ["--model", "rules-9"], ["--taxonomy", "multi-agent"]):
+        r = CliRunner().invoke(cli, ["judge", "eval", str(lab.root), "--gold", str(gold), *extra])
+        assert r.exit_code == 1, (extra, r.output)
+        assert "Error: no judge labels for the" in r.output and "rules (rules-1, omni-failure)" in r.output
+        assert "accuracy" not in r.output

@@ -151,3 +151,56 @@ def test_rules_judge_on_the_real_who_and_when_set(corpus_dir, tmp_path) -> None:
     assert s["n"] == 92
     assert 0 < s["labeled"] < 92  # the rules decide only execution failures
     assert s["agent_accuracy_on_labeled"] > s["agent_accuracy"]
+
+
+def test_a_superseded_gold_record_is_replaced_not_counted_twice(tmp_path) -> None:
+    """A human annotation file as --gold: the record a later one `supersedes` is history."""
+    from trajlab.review import AnnotationStore
+
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    _label(lab, "t_audio_infra", "tool_infrastructure", 2)
+    _label(lab, "t_video_skip", "insufficient_exploration", 3)
+    store = AnnotationStore(tmp_path / "ann", "gold")
+    base = dict(taxonomy_id="omni-failure", taxonomy_version="1.0.0", annotator="alice")
+    first = store.append({**base, "trajectory_id": "t_audio_infra", "category": "audio_perception"})
+    store.append(
+        {**base, "trajectory_id": "t_audio_infra", "category": "tool_infrastructure", "supersedes": first}
+    )
+    store.append({**base, "trajectory_id": "t_video_skip", "category": "video_perception"})
+    path = store.path_for("alice")
+    assert [r["category"] for r in load_gold(path, lab)] == ["tool_infrastructure", "video_perception"]
+    res = evaluate(lab, path)
+    gold, pred = (
+        ["tool_infrastructure", "video_perception"],
+        ["tool_infrastructure", "insufficient_exploration"],
+    )
+    assert res["n_gold"] == 2 and res["statuses"] == {"labeled": 2}
+    assert res["category"]["accuracy"] == pytest.approx(0.5)
+    assert res["category"]["kappa"] == pytest.approx(cohen_kappa_score(gold, pred))
+    assert res["category"]["macro_f1"] == pytest.approx(
+        f1_score(gold, pred, labels=sorted(set(gold)), average="macro", zero_division=0)
+    )
+
+
+def test_gold_files_with_two_labels_for_a_run_or_an_unknown_run_name_the_line(tmp_path) -> None:
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    bad = tmp_path / "gold.jsonl"
+    rec = {"trajectory_id": "t_audio_infra", "category": "tool_infrastructure", "decisive_step_index": 2}
+    bad.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "category": "audio_perception"}) + "\n")
+    with pytest.raises(
+        InputFileError, match=r"gold.jsonl:2: conflicting gold labels for t_audio_infra: line 1"
+    ):
+        load_gold(bad, lab)
+    bad.write_text(json.dumps(rec) + "\n" + json.dumps(rec) + "\n")  # a repeat counts once
+    assert load_gold(bad, lab) == [rec]
+    bad.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "trajectory_id": "t_audio_infar"}) + "\n")
+    with pytest.raises(InputFileError, match=r"gold.jsonl:2: unknown trajectory id 't_audio_infar'"):
+        load_gold(bad, lab)
+
+
+def test_kappa_is_undefined_not_perfect_when_gold_and_judge_use_one_category() -> None:
+    m = classification_metrics(["a", "a", "a"], ["a", "a", "a"])
+    assert m["accuracy"] == 1.0 and m["kappa"] is None  # scikit-learn: nan (chance agreement is 1)
+    assert classification_metrics(["a", "a"], ["a", None])["kappa"] == pytest.approx(
+        cohen_kappa_score(["a", "a"], ["a", "(none)"])
+    )

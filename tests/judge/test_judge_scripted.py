@@ -307,3 +307,53 @@ def test_auth_error_is_not_retried(lab, scripted_llm) -> None:
         "request failed: request refused (HTTP 401)"
     )
     assert srv.n_requests == 1 and rep.retries == 0
+
+
+def test_an_error_from_unusable_answers_is_asked_again_on_the_next_run(lab, scripted_llm) -> None:
+    # Two cut-off answers (the first and its re-ask): `error`. Error rows are retried by the next run,
+    # which must ask the model again instead of replaying the two unusable answers from the cache.
+    cut = Reply('{"primary_category": "audio_perc')
+    srv = scripted_llm(script=[cut, cut])
+    rep = judge_lab(lab, TAX, settings(srv), selection=["t_misheard"], progress=False)
+    assert rep.statuses == {"error": 1} and srv.n_requests == 2
+    again = judge_lab(lab, TAX, settings(srv), selection=["t_misheard"], progress=False)
+    assert again.statuses == {"labeled": 1}, again.reasons
+    assert again.requests == 1 and again.cache_hits == 0 and srv.n_requests == 3
+    assert labels(lab)["t_misheard"]["status"] == "labeled" and lab.rows("judge_labels") == 1
+    # A label that needed a re-ask is still answered from the cache (both requests) when forced.
+    srv2 = scripted_llm(script=[Reply("not json")])
+    judge_lab(lab, TAX, settings(srv2), selection=["t_video_skip"], progress=False)
+    assert srv2.n_requests == 2 and labels(lab)["t_video_skip"]["status"] == "labeled"
+    forced = judge_lab(lab, TAX, settings(srv2), selection=["t_video_skip"], force=True, progress=False)
+    assert forced.statuses == {"labeled": 1} and forced.cache_hits == 2 and srv2.n_requests == 2
+
+
+def test_a_rerun_after_the_json_object_fallback_is_answered_from_the_cache(lab, scripted_llm) -> None:
+    def responder(req, n):
+        if (req.get("response_format") or {}).get("type") == "json_schema":
+            return Status(400, message="'response_format' of type 'json_schema' is not supported")
+        return judge_answer(req, category="tool_infrastructure")
+
+    srv = scripted_llm(responder=responder)
+    rep = judge_lab(lab, TAX, settings(srv, max_concurrency=1), progress=False)
+    assert rep.statuses == {"labeled": 3} and srv.n_requests == 4  # one 400, then JSON mode
+    plan = judge_lab(lab, TAX, settings(srv), dry_run=True, force=True, progress=False)
+    assert (plan.est_requests, plan.est_cached_requests) == (0, 3)
+    forced = judge_lab(lab, TAX, settings(srv, max_concurrency=1), force=True, progress=False)
+    assert forced.statuses == {"labeled": 3} and forced.cache_hits == 3
+    assert forced.requests == 0 and srv.n_requests == 4  # the documented "zero requests" rerun
+
+
+def test_dry_run_without_the_cache_counts_every_request(lab, scripted_llm) -> None:
+    srv = scripted_llm()
+    judge_lab(lab, TAX, settings(srv), progress=False)
+    s = settings(srv, price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+    cached = judge_lab(lab, TAX, s, dry_run=True, force=True, progress=False)
+    assert (cached.est_requests, cached.est_cached_requests, cached.est_cost_usd) == (0, 3, 0.0)
+    plan = judge_lab(lab, TAX, s, dry_run=True, force=True, use_cache=False, progress=False)
+    assert (plan.est_requests, plan.est_cached_requests) == (3, 0)  # --no-cache sends all three
+    assert plan.est_completion_tokens == 3 * s.max_completion_tokens
+    expected = (plan.est_prompt_tokens * 2.0 + plan.est_completion_tokens * 8.0) / 1e6
+    assert plan.est_cost_usd == pytest.approx(expected) and plan.est_cost_usd > 0
+    real = judge_lab(lab, TAX, settings(srv), force=True, use_cache=False, progress=False)
+    assert real.requests == 3 == plan.est_requests and srv.n_requests == 6

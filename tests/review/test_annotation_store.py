@@ -157,6 +157,35 @@ def test_validation_with_the_real_taxonomy_catches_a_version_mismatch(tmp_path: 
     assert [(p.line, "0.0.1" in p.message) for p in problems] == [(2, True)]
 
 
+def test_a_rejected_line_is_corrected_by_a_record_that_supersedes_it(tmp_path: Path, lab) -> None:
+    """Lines are never edited, so superseding is the only way to fix a bad one: the correction loads."""
+    store = AnnotationStore(tmp_path / "ann", "ds")
+    typo = store.append(rec("t_one", "audio_perceptoin"))  # not a category of the taxonomy
+    store.append(rec("t_one", "audio_perception", decisive_step_index=1, supersedes=typo))
+    old = store.append(rec("t_two", "video_perception", taxonomy_version="0.9.0"))  # another version
+    store.append(rec("t_two", "video_perception", supersedes=old))
+    path = store.path_for("alice")
+    problems = store.validate(lab, TAX)
+    assert [(p.line, p.severity) for p in problems] == [(1, "warning"), (3, "warning")]
+    assert all(p.path == str(path) for p in problems)
+    assert "'audio_perceptoin' is not in taxonomy" in problems[0].message
+    assert "superseded by line 2" in problems[0].message and "superseded by line 4" in problems[1].message
+    report = store.load_into_lab(lab, TAX)  # strict: nothing current is wrong
+    rows = sorted(lab.refresh().read("human_labels").to_pylist(), key=lambda r: r["source_line"])
+    assert report.loaded == 2
+    assert [
+        (r["trajectory_id"], r["category"], r["decisive_step_index"], r["source_line"]) for r in rows
+    ] == [
+        ("t_one", "audio_perception", 1, 2),
+        ("t_two", "video_perception", None, 4),
+    ]
+    # A rejected line that nothing supersedes is still an error, and a bad correction does not hide it.
+    store.append(rec("t_three", "bad_one"))
+    assert [(p.line, p.severity) for p in store.validate(lab, TAX)][-1] == (5, "error")
+    with pytest.raises(InputFileError, match=r"alice.jsonl:5: category 'bad_one'"):
+        store.load_into_lab(lab, TAX)
+
+
 def _writer(args: tuple[str, str, int]) -> None:
     root, annotator, n = args
     store = AnnotationStore(root, "ds")

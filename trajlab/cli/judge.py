@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from .. import tabular
+from ..errors import ConfigError
 from ..judge import (
     JudgeInterrupted,
     LLMJudge,
@@ -48,10 +53,36 @@ def judge_group() -> None:
     """
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[dict[str, int]]:
+    """SIGTERM (`kill`, `timeout`, a batch scheduler or CI cancelling the job) stops a judge run the
+    way Ctrl-C does: finished labels are committed and the report is printed (exit 143), instead of
+    the process dying with up to `commit_seconds` of finished labels only in the response cache."""
+    caught: dict[str, int] = {}
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        caught["signal"] = signum
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _selection(only: str) -> str | list[str]:
     if only.startswith("@"):
         path = Path(only[1:])
-        return [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ConfigError(f"--only @{path}: cannot read the file of trajectory ids: {why}") from None
+        return [ln.strip() for ln in text.splitlines() if ln.strip()]
     return only
 
 
@@ -159,19 +190,20 @@ def run_cmd(
         if no_redact:
             click.echo("warning: secret redaction is off; trajectory text is sent as is", err=True)
         try:
-            report = judge_lab(
-                the_lab,
-                tax,
-                settings,
-                _selection(only),
-                dry_run=dry_run,
-                force=force,
-                use_cache=not no_cache,
-                progress=progress,
-            )
-        except JudgeInterrupted as e:  # Ctrl-C: say what was kept, not just "Aborted!"
+            with _sigterm_as_interrupt() as caught:
+                report = judge_lab(
+                    the_lab,
+                    tax,
+                    settings,
+                    _selection(only),
+                    dry_run=dry_run,
+                    force=force,
+                    use_cache=not no_cache,
+                    progress=progress,
+                )
+        except JudgeInterrupted as e:  # Ctrl-C or `kill`: say what was kept, not just "Aborted!"
             click.echo(e.report.format())
-            raise SystemExit(130) from None
+            raise SystemExit(128 + caught.get("signal", signal.SIGINT)) from None
     click.echo(json.dumps(report.as_dict(), indent=2, default=str) if as_json else report.format())
     errors = report.statuses.get("error", 0)
     if not dry_run and report.judged and errors == report.judged:

@@ -54,5 +54,9 @@ class ResponseCache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def delete(self, key: str) -> None:
+        """Forget one response (an answer that could not be used), so the next run asks again."""
+        self._path(key).unlink(missing_ok=True)
+
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json")) if self.root.is_dir() else 0

@@ -120,10 +120,16 @@ class LLMClient:
     # -- public ----------------------------------------------------------------------------------
 
     def request_payload(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, name: str, max_tokens: int | None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        name: str,
+        max_tokens: int | None,
+        response_format: str | None = None,
     ) -> dict[str, Any]:
-        """The exact request body (also the cache key material)."""
+        """The exact request body (`response_format`: None = the one in use, after any fallback)."""
         s = self.settings
+        response_format = response_format or self.response_format
         body: dict[str, Any] = {
             "model": s.model,
             "messages": messages,
@@ -132,14 +138,40 @@ class LLMClient:
         }
         if s.seed is not None:
             body["seed"] = s.seed
-        if schema is not None and self.response_format == "json_schema":
+        if schema is not None and response_format == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema, "strict": True},
             }
-        elif schema is not None and self.response_format == "json_object":
+        elif schema is not None and response_format == "json_object":
             body["response_format"] = {"type": "json_object"}
         return body
+
+    def cache_key(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        name: str = "answer",
+        max_tokens: int | None = None,
+    ) -> str:
+        """The response-cache key of a request: endpoint and body in the *configured* response format.
+
+        Not the format in use after a json_schema -> json_object fallback: a new client starts from
+        the configured format again, so keys of the fallback format would never be found on a rerun.
+        """
+        body = self.request_payload(messages, schema, name, max_tokens, self.settings.response_format)
+        return cache_key({"base_url": self.settings.base_url or "openai", **body})
+
+    def forget(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        name: str = "answer",
+        max_tokens: int | None = None,
+    ) -> None:
+        """Drop a cached response (one the caller could not use), so the next run sends it again."""
+        if self.cache is not None:
+            self.cache.delete(self.cache_key(messages, schema, name, max_tokens))
 
     def chat(
         self,
@@ -151,7 +183,7 @@ class LLMClient:
     ) -> Completion:
         """One completion; retried on transient errors; raises LLMRequestError when it gives up."""
         body = self.request_payload(messages, schema, name, max_tokens)
-        key = cache_key({"base_url": self.settings.base_url or "openai", **body})
+        key = self.cache_key(messages, schema, name, max_tokens)
         if use_cache and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None and isinstance(hit.get("content"), str):

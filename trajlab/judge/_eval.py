@@ -21,12 +21,47 @@ def load_gold(path: str | Path, lab: Lab | None = None) -> list[dict[str, Any]]:
     Also accepts the example generator's `ground_truth.jsonl` (native_id + planted category and
     decisive call id), resolved against `lab`. Lines that cannot be used raise InputFileError naming
     the line.
+
+    One gold label per trajectory: a record with `supersedes` (a human annotation file) replaces the
+    record it names; a repeat of the same label replaces the earlier one; two different labels of one
+    trajectory, or (given `lab`) a trajectory id the lab does not have, are errors naming the line.
     """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"gold file {p} does not exist")
-    out: list[dict[str, Any]] = []
+    found: dict[str, tuple[int, dict[str, Any]]] = {}  # trajectory -> (line, gold record)
+    by_record_id: dict[str, str] = {}  # record_id -> trajectory, for `supersedes`
+    known: set[str] | None = None
+    if lab is not None:
+        known = set(lab.read("trajectories", ["trajectory_id"]).column("trajectory_id").to_pylist())
     resolver: _ExampleResolver | None = None
+
+    def add(gold: dict[str, Any], n: int, rec: dict[str, Any]) -> None:
+        tid = gold["trajectory_id"]
+        sup = rec.get("supersedes")
+        if sup:
+            if by_record_id.get(sup) != tid or tid not in found:
+                raise InputFileError(
+                    str(p), f"supersedes {sup}, which is not an earlier record of {tid} in this file", n
+                )
+        elif tid in found:
+            line, prev = found[tid]
+            if (prev["category"], prev["decisive_step_index"]) != (
+                gold["category"],
+                gold["decisive_step_index"],
+            ):
+                raise InputFileError(
+                    str(p),
+                    f"conflicting gold labels for {tid}: line {line} says {prev['category']} (step "
+                    f"{prev['decisive_step_index']}), this line {gold['category']} (step "
+                    f"{gold['decisive_step_index']}); keep one gold label per trajectory (or append a "
+                    f'record with "supersedes")',
+                    n,
+                )
+        found[tid] = (n, gold)
+        if rec.get("record_id"):
+            by_record_id[str(rec["record_id"])] = tid
+
     with open(p, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -45,21 +80,24 @@ def load_gold(path: str | Path, lab: Lab | None = None) -> list[dict[str, Any]]:
                 resolver = resolver or _ExampleResolver(lab)
                 conv = resolver.convert(rec)
                 if conv is not None:
-                    out.append(conv)
+                    add(conv, n, rec)
                 continue
             if not rec.get("trajectory_id") or not rec.get("category"):
                 raise InputFileError(str(p), "a gold record needs trajectory_id and category", n)
             ds = rec.get("decisive_step_index")
             if ds is not None and not isinstance(ds, int):
                 raise InputFileError(str(p), f"decisive_step_index must be an integer or null, got {ds!r}", n)
-            out.append(
-                {
-                    "trajectory_id": rec["trajectory_id"],
-                    "category": rec["category"],
-                    "decisive_step_index": ds,
-                }
-            )
-    return out
+            if known is not None and rec["trajectory_id"] not in known:
+                raise InputFileError(
+                    str(p), f"unknown trajectory id {rec['trajectory_id']!r}: not in the lab {lab.root}", n
+                )
+            gold = {
+                "trajectory_id": rec["trajectory_id"],
+                "category": rec["category"],
+                "decisive_step_index": ds,
+            }
+            add(gold, n, rec)
+    return [g for _, g in sorted(found.values(), key=lambda x: x[0])]
 
 
 class _ExampleResolver:
@@ -107,6 +145,28 @@ def _latest_labels(
     return out
 
 
+def _require_labels(
+    lab: Lab, labels: dict[str, Any], judge: str, model: str | None, taxonomy_id: str | None
+) -> None:
+    """Scoring a judge, model or taxonomy with no label at all would report 0% as if it had run."""
+    if labels:
+        return
+    rows = (
+        lab.read("judge_labels", ["judge", "model", "taxonomy_id"]).to_pylist()
+        if lab.has("judge_labels")
+        else []
+    )
+    have = sorted({f"{r['judge']} ({r['model']}, {r['taxonomy_id']})" for r in rows})
+    what = (
+        f"{judge} judge"
+        + (f", model {model}" if model else "")
+        + (f", taxonomy {taxonomy_id}" if taxonomy_id else "")
+    )
+    raise ConfigError(
+        f"no judge labels for the {what} in {lab.root}; the lab has labels of: {', '.join(have) or 'none'}"
+    )
+
+
 def _pick_judge(lab: Lab, judge: str | None) -> str:
     if judge:
         return judge
@@ -120,7 +180,8 @@ def _pick_judge(lab: Lab, judge: str | None) -> str:
 
 
 def classification_metrics(gold: list[str], pred: list[str | None]) -> dict[str, Any]:
-    """Accuracy, macro-F1 and Cohen's kappa; a missing prediction counts as wrong (label `(none)`)."""
+    """Accuracy, macro-F1 (over the gold classes) and Cohen's kappa (None when undefined: every gold
+    and predicted label is the same category); a missing prediction counts as wrong (label `(none)`)."""
     from sklearn.metrics import cohen_kappa_score, f1_score
 
     p = [x if x is not None else "(none)" for x in pred]
@@ -130,7 +191,8 @@ def classification_metrics(gold: list[str], pred: list[str | None]) -> dict[str,
     labels = sorted(set(gold))
     acc = sum(g == q for g, q in zip(gold, p)) / n
     f1 = float(f1_score(gold, p, labels=labels, average="macro", zero_division=0))
-    kappa = float(cohen_kappa_score(gold, p)) if len(set(gold) | set(p)) > 1 else 1.0
+    # One label on both sides: chance agreement is 1 and kappa is undefined (scikit-learn: nan).
+    kappa = float(cohen_kappa_score(gold, p)) if len(set(gold) | set(p)) > 1 else None
     return {"n": n, "accuracy": acc, "macro_f1": f1, "kappa": kappa}
 
 
@@ -160,6 +222,7 @@ def evaluate(
     records = gold if isinstance(gold, list) else load_gold(gold, lab)
     jkind = _pick_judge(lab, judge)
     labels = _latest_labels(lab, jkind, model, taxonomy_id)
+    _require_labels(lab, labels, jkind, model, taxonomy_id)
     records = [r for r in records if r["category"] != UNSURE]
     g_cat, p_cat, g_step, p_step = [], [], [], []
     lab_g, lab_p, lab_gs, lab_ps = [], [], [], []
@@ -216,6 +279,7 @@ def evaluate_who_and_when(
         )
     jkind = _pick_judge(lab, judge)
     labels = _latest_labels(lab, jkind, model, taxonomy_id)
+    _require_labels(lab, labels, jkind, model, taxonomy_id)
     ids = [r["trajectory_id"] for r in t]
     steps = lab.read(
         "steps", ["trajectory_id", "step_index", "agent_id"], pc.field("trajectory_id").isin(ids)

@@ -10,7 +10,6 @@ from ..errors import ConfigError
 from ..redact import redact
 from ..taxonomy import Taxonomy
 from ._answer import Answer, parse_answer
-from ._cache import cache_key
 from ._client import LLMClient, LLMRequestError
 from ._prompt import answer_schema, reask_message, system_prompt, user_message
 from ._render import Rendering, RenderOptions, render_trajectory
@@ -103,8 +102,9 @@ class LLMJudge:
     def render(self, view: TrajectoryView) -> Rendering:
         return render_trajectory(view, self.render_options)
 
-    def plan(self, view: TrajectoryView) -> tuple[Rendering, list[PlannedRequest]]:
-        """What judging would send (for --dry-run): requests, estimated tokens, and cache hits."""
+    def plan(self, view: TrajectoryView, use_cache: bool = True) -> tuple[Rendering, list[PlannedRequest]]:
+        """What judging would send (for --dry-run): requests, estimated tokens, and cache hits
+        (none with `use_cache=False`: every request would be sent)."""
         r = self.render(view)
         if r.too_long:
             return r, []
@@ -112,9 +112,8 @@ class LLMJudge:
         for msgs, schema in zip(self.messages_for(r), self.schemas_for(r)):
             tokens = sum(estimate_tokens(m["content"]) for m in msgs) + 8
             cached = False
-            if self.client is not None and self.client.cache is not None:
-                body = self.client.request_payload(msgs, schema, "failure_label", None)
-                key = cache_key({"base_url": self.settings.base_url or "openai", **body})
+            if use_cache and self.client is not None and self.client.cache is not None:
+                key = self.client.cache_key(msgs, schema, "failure_label")
                 cached = self.client.cache.get(key) is not None
             out.append(PlannedRequest(view.trajectory_id, msgs, schema, tokens, cached))
         return r, out
@@ -173,7 +172,13 @@ class LLMJudge:
         ]
         comp2 = self.client.chat(msgs2, schema, "failure_label", use_cache=use_cache)
         self._account(comp2, out)
-        return parse_answer(comp2.content, self.tax, valid, texts, windowed)
+        ans2, problems2 = parse_answer(comp2.content, self.tax, valid, texts, windowed)
+        if ans2 is None:
+            # The trajectory ends as `error`, which the next run retries: it must ask the model
+            # again, not replay these two unusable answers from the cache.
+            self.client.forget(msgs, schema, "failure_label")
+            self.client.forget(msgs2, schema, "failure_label")
+        return ans2, problems2
 
     @staticmethod
     def _account(comp: Any, out: Outcome) -> None:

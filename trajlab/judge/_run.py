@@ -145,6 +145,8 @@ def _existing_labels(lab: Lab, label_ids: Iterable[str]) -> dict[str, str]:
     if not lab.has("judge_labels"):
         return {}
     wanted = list(label_ids)
+    if not wanted:  # an empty selection (pyarrow cannot type an empty `isin` list)
+        return {}
     t = lab.read("judge_labels", ["label_id", "status"], pc.field("label_id").isin(wanted))
     return dict(zip(t.column("label_id").to_pylist(), t.column("status").to_pylist()))
 
@@ -280,7 +282,7 @@ def judge_lab(
     todo = [t for t in tids if label_of[t] not in done]
     report.skipped_done = len(tids) - len(todo)
     if dry_run:
-        _plan(lab, judge, todo, report, settings, progress)
+        _plan(lab, judge, todo, report, settings, progress, use_cache)
         report.seconds = time.perf_counter() - t0
         return report
     writer = _Writer(lab, commit_every, commit_seconds, set(existing))
@@ -349,10 +351,16 @@ def _reason_key(reason: str) -> str:
 
 
 def _plan(
-    lab: Lab, judge: LLMJudge, todo: list[str], report: JudgeRunReport, settings: LLMSettings, progress: bool
+    lab: Lab,
+    judge: LLMJudge,
+    todo: list[str],
+    report: JudgeRunReport,
+    settings: LLMSettings,
+    progress: bool,
+    use_cache: bool = True,
 ) -> None:
     for view in tqdm(iter_views(lab, todo), total=len(todo), desc="plan", disable=not progress, leave=False):
-        r, reqs = judge.plan(view)
+        r, reqs = judge.plan(view, use_cache)
         entry = {
             "trajectory_id": view.trajectory_id,
             "raw_tokens": r.raw_tokens,

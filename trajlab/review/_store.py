@@ -251,9 +251,26 @@ class AnnotationStore:
             recs, problems = _read_annotator_file(path)
             bad, semantic = check_against(recs, lab, taxonomy)
             good = [r for r in recs if (r.path, r.line) not in bad]
+            order: list[Problem] = []
+            fixed: list[tuple[Located[AnnotationRecord], Located[AnnotationRecord]]] = []
+            effective = effective_records(recs, order, rejected=bad, superseded_rejected=fixed)
+            # A rejected line that a later record supersedes is history, not the current label: its
+            # problem stays listed (file and line) as a warning, and the correction is what loads.
+            by_line = {(str(t.path), t.line): loc.line for t, loc in fixed}
+            semantic = [
+                Problem(
+                    p.path,
+                    p.line,
+                    f"{p.message} (superseded by line {by_line[(p.path, p.line)]}, which is used instead)",
+                    "warning",
+                )
+                if (p.path, p.line) in by_line and p.severity == "error"
+                else p
+                for p in semantic
+            ]
             out.records += good
-            out.problems += problems + semantic
-            out.effective += effective_records(good, out.problems)
+            out.problems += problems + semantic + order
+            out.effective += effective
         adj, adj_problems = self.adjudications()
         _, adj_semantic = check_against(adj, lab, taxonomy)
         out.problems += adj_problems + adj_semantic

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +16,20 @@ if TYPE_CHECKING:
 
 
 def effective_records(
-    recs: Sequence[Located[AnnotationRecord]], problems: list[Problem]
+    recs: Sequence[Located[AnnotationRecord]],
+    problems: list[Problem],
+    rejected: Collection[tuple[Path, int]] = (),
+    superseded_rejected: list[tuple[Located[AnnotationRecord], Located[AnnotationRecord]]] | None = None,
 ) -> list[Located[AnnotationRecord]]:
     """The current label per (trajectory, taxonomy) of one annotator file, in file order.
 
     A record replaces the current one when it `supersedes` it or repeats the same label (a newer note);
     a different label without `supersedes` is a conflicting duplicate: reported, and the earlier label
     is kept so nothing already written is lost.
+
+    `rejected` are the (path, line) of records that failed the lab/taxonomy checks: they never become
+    the current label, but a later record may supersede one -- in an append-only file that is the only
+    way to correct a bad line. Such pairs (rejected, superseding) are added to `superseded_rejected`.
     """
     by_id: dict[str | None, Located[AnnotationRecord]] = {}
     current: dict[tuple[str, str], Located[AnnotationRecord]] = {}
@@ -31,6 +38,8 @@ def effective_records(
         if r.record_id in by_id:
             continue  # the exact same record twice (a retried append): harmless
         by_id[r.record_id] = loc
+        if (loc.path, loc.line) in rejected:
+            continue  # reported by the checks; only a target for `supersedes`
         key = (r.trajectory_id, r.taxonomy_id)
         cur = current.get(key)
         if r.supersedes is not None:
@@ -51,6 +60,22 @@ def effective_records(
                         loc.line,
                         f"supersedes {r.supersedes} (line {target.line}), a label of another "
                         "trajectory or taxonomy",
+                    )
+                )
+                continue
+            if (target.path, target.line) in rejected:
+                # Correcting a rejected line: fine when that line was (meant to be) the latest label.
+                if cur is None or target.record.supersedes == cur.record.record_id:
+                    current[key] = loc
+                    if superseded_rejected is not None:
+                        superseded_rejected.append((target, loc))
+                    continue
+                problems.append(
+                    Problem(
+                        str(loc.path),
+                        loc.line,
+                        f"supersedes line {target.line} (a rejected record), but the current label is "
+                        f"line {cur.line}; supersede the latest one",
                     )
                 )
                 continue
