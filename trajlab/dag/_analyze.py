@@ -132,6 +132,12 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
     for a, r in retries.items():
         nodes[r]["retry_of"] = a
     recovered = {a for a in retries if _recovers(a, retries, nodes, b.chain_end)}
+    # a poll the session refused (`write_stdin failed: stdin is closed`) is recovered when a later
+    # poll of the same session did not fail: the command still came to its outcome
+    for v, cmd in b.poll_of.items():
+        end = b.chain_end.get(cmd, v)
+        if end > v and nodes[v]["status"] == "error" and nodes[end]["status"] not in ("error", "timeout"):
+            recovered.add(v)
     errors = [v for v in order if nodes[v]["status"] in ("error", "timeout")]
     unrecovered = [v for v in errors if nodes[v]["kind"] == "action" and v not in recovered]
     answer_branches = list(dict.fromkeys(nodes[v]["branch"] for v in order if v in on and nodes[v]["branch"]))

@@ -52,16 +52,17 @@ from ._tokens import (
     has_glob,
     has_grouped,
     has_path,
-    has_value,
     norm_path,
     pattern_matches,
     pieces_of,
     same_file,
     scan,
+    value_use,
     values_of,
 )
 
 _MAX_ARTIFACTS = 50
+_MAX_PARENTS = 12  # directories up from a path looked up for the step that created them
 
 
 class _Index:
@@ -74,6 +75,8 @@ class _Index:
         self.revealed: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.urls: dict[str, list[int]] = defaultdict(list)
         self.values: dict[str, list[int]] = defaultdict(list)
+        self.line_numbers: dict[str, list[int]] = defaultdict(list)  # a value printed only as a line number
+        self.made: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # directories steps created
         self.reads: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.lines: dict[str, list[int]] = defaultdict(list)  # an output's last line -> producers
 
@@ -96,6 +99,7 @@ class _Builder:
         self.deferred: dict[int, str] = {}  # sub-agent's last step -> the spawning call's output
         self.deferred_spawns: set[int] = set()  # spawning calls whose output is revealed by the sub-agent
         self.polled: dict[int, int] = {}  # running command -> its latest poll
+        self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
 
     # -- input checks -------------------------------------------------------------------------------
 
@@ -159,6 +163,30 @@ class _Builder:
         for e in reversed(entries):
             if self.ok_src(e[1], node) and same_file(e[0], path):
                 return e[1]
+        return None
+
+    def find_dir_creator(self, path: str, node: int) -> tuple[int, str, str] | None:
+        """(step, rule, directory): the latest earlier step that created the closest directory `path`
+        lies in (`mkdir test_dir` for `test_dir/file1.txt`), or that wrote a "file" which `path` shows
+        is a directory. One lookup per parent directory: no scan of earlier steps."""
+        ix = self.ix
+        p = path.rstrip("/")
+        for _ in range(_MAX_PARENTS):
+            k = p.rfind("/")
+            if k <= 0:
+                return None
+            p = p[:k]
+            name = p[p.rfind("/") + 1 :]
+            if name in ("", ".", "..", "~") or has_glob(name):
+                continue
+            best: tuple[int, str, str] | None = None
+            for entries in (ix.made.get(name), ix.files.get(name)):
+                for d, src, rule in reversed(entries or ()):
+                    if (best is None or src > best[0]) and self.ok_src(src, node) and same_file(d, p):
+                        best = (src, rule, d)
+                        break
+            if best is not None:
+                return best
         return None
 
     def latest(self, producers: list[int], node: int) -> int | None:
@@ -390,6 +418,7 @@ class _Builder:
                 if src is not None and src < i:
                     self.edge(src, i, "data", f"session:{m.get('session_id')}", "poll")
                     self.polled[src] = i
+                    self.poll_of[i] = src
             self.consume(i, io)
             self.produce(i, io)
             if i not in self.deferred_spawns:
@@ -424,6 +453,14 @@ class _Builder:
             r = self.find_latest(ix.revealed.get(basename(path), []), path, node)
             if r is not None:
                 self.edge(r, node, typ, path, "revealed-path")
+            if not has_glob(path):  # `ls frames/`: the directory itself
+                src = self.find_latest(ix.dirs.get(basename(path), []), path, node)
+                if src is not None:
+                    self.edge(src, node, typ, path, "dir-contents")
+                    continue
+            c = self.find_dir_creator(path, node)  # nobody wrote the file: who made its directory?
+            if c is not None:
+                self.edge(c[0], node, typ, c[2], "created-dir")
         for path in io.edits:
             r = self.find_latest(ix.reads.get(basename(path), []), path, node)
             if r is not None:
@@ -441,7 +478,11 @@ class _Builder:
             values = values_of(text)
             for v in values:
                 prods = ix.values.get(v)
-                if prods and len(prods) <= UBIQUITY:
+                lines = ix.line_numbers.get(v)
+                if lines and v in io.line_refs:  # a line to show: a printed line number is its source
+                    prods = sorted({*(prods or ()), *lines})
+                # how common a number is counts every output showing it, line numbers too
+                if prods and len(prods) + (len(lines) if lines and v not in io.line_refs else 0) <= UBIQUITY:
                     src = self.latest(prods, node)
                     if src is not None:
                         self.edge(src, node, typ, f"value:{v}", value_rule)
@@ -456,6 +497,12 @@ class _Builder:
 
     def produce(self, node: int, io: StepIO) -> None:
         ix = self.ix
+        for path in (*(p for p, _ in io.produced), *(d for d, _ in io.produced_dirs)):
+            # a write into a directory an earlier step created (`mkdir test_dir` -> `echo x >
+            # test_dir/a.txt`), unless the path itself had an earlier writer
+            c = self.find_dir_creator(path, node)
+            if c is not None and self.find_writer(path, node) is None:
+                self.edge(c[0], node, "data", c[2], "created-dir")
         for path, rule in io.produced:
             if has_glob(path) or (
                 "%" in path and any(c.isdigit() or c == "d" for c in path.split("%", 1)[1][:3])
@@ -470,6 +517,7 @@ class _Builder:
                 self.produces[node][path] = None
         for d, rule in io.produced_dirs:
             ix.dirs[basename(d)].append((d.rstrip("/"), node, rule))
+            ix.made[basename(d)].append((d.rstrip("/"), node, rule))
         for path in io.consumed:
             if not has_glob(path):
                 ix.reads[basename(path)].append((path, node))
@@ -491,11 +539,17 @@ class _Builder:
                 for kind, last, target in self.wanted[key]:
                     if last <= node:
                         continue
-                    if kind == "v" or kind == "g":
+                    if kind == "v":
                         lst = ix.values[target]
-                        if (not lst or lst[-1] != node) and (
-                            has_value(t, key) if kind == "v" else has_grouped(t, key)
-                        ):
+                        if not lst or lst[-1] != node:
+                            use = value_use(t, key)
+                            if use == 1:
+                                lst.append(node)
+                            elif use == 2 and node not in ix.line_numbers[target][-1:]:
+                                ix.line_numbers[target].append(node)
+                    elif kind == "g":
+                        lst = ix.values[target]
+                        if (not lst or lst[-1] != node) and has_grouped(t, key):
                             lst.append(node)
                     elif kind == "u":
                         ix.urls[key].append(node)

@@ -28,6 +28,10 @@ DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice so
 _CTRL = {c: " " for c in [*range(0, 32), 127]}
 _REJECTED = "Your changes have NOT been applied"
 """How SWE-agent ends the output of an edit it refused: the run goes on, the file is unchanged."""
+ROUTER_FAILURE_TOOLS = frozenset(["write_stdin", "exec_command"])
+"""Codex tools whose output, when their router could not carry the call out, is the error itself and
+starts `<tool> failed:` (`write_stdin failed: stdin is closed for this session; ...`, `write_stdin
+failed: Unknown process id 7`, `exec_command failed: CreateProcess ...`), with no exit code or error flag."""
 
 
 def clean_label(text: str | None, width: int = 80) -> str | None:
@@ -70,6 +74,8 @@ def node_status(step: dict[str, Any]) -> str:
             return "ok" if out and out.strip() else "no-output"
         if err or (code is not None and code != 0):
             return "error"
+        if out and _router_failed(step.get("tool_name"), out):
+            return "error"
         if out and _REJECTED in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
             return "error"
         if out is None or not out.strip():
@@ -80,6 +86,12 @@ def node_status(step: dict[str, Any]) -> str:
     if kind == "compaction" and not (step.get("text") or "").strip():
         return "no-output"
     return "ok"
+
+
+def _router_failed(tool_name: str | None, out: str) -> bool:
+    """The output is the runner's own report that it could not run this call (see ROUTER_FAILURE_TOOLS);
+    only the tool it names counts, so a command printing such a log line is no failure."""
+    return tool_name in ROUTER_FAILURE_TOOLS and out.lstrip()[: len(tool_name) + 8] == f"{tool_name} failed:"
 
 
 def name_of(s: dict[str, Any]) -> str:

@@ -52,6 +52,7 @@ class StepIO:
     open_file: str | None = None  # the file an editor-style tool (SWE-agent `open`/`edit`) works on
     deleted: list[str] = field(default_factory=list)
     value_text: str = ""
+    line_refs: tuple[str, ...] = ()  # values of value_text that name a line to show (`view_range` start)
     primary: str | None = None
     shared: bool = False  # the lists belong to a cached ShellIO
     docs: bool | None = None  # does it read or write a document file (`_nodes.modality`; computed once)
@@ -147,17 +148,30 @@ def _data_values(args: dict[str, Any]) -> str:
     for k, v in args.items():
         if k in CONTROL_KEYS:
             continue
-        if isinstance(v, str):
+        if k == "view_range":
+            parts += _view_start(v)
+        elif isinstance(v, str):
             parts.append(v)
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             parts.append(str(v))
-        elif k == "view_range" and isinstance(v, list):
-            # the first line to show (often a line a grep printed); not `297,357` read as 297357, and
-            # the end is only the size of the window
-            parts += [str(x) for x in v[:1] if isinstance(x, int) and not isinstance(x, bool)]
         elif isinstance(v, (list, dict)):
             parts.append(orjson.dumps(v).decode())
     return "\n".join(parts)
+
+
+_FIRST_INT = re.compile(r"-?\d+")
+
+
+def _view_start(v: Any) -> list[str]:
+    """The first line an editor's `view_range` shows (often a line a grep printed); not `297,357` read
+    as 297357, and the end is only the size of the window. Runners log it as a list or as the string
+    `"[791, 808]"`."""
+    if isinstance(v, list):
+        return [str(x) for x in v[:1] if isinstance(x, int) and not isinstance(x, bool)]
+    if isinstance(v, str):
+        m = _FIRST_INT.search(v)
+        return [m.group()] if m else []
+    return []
 
 
 def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None) -> StepIO:
@@ -241,6 +255,8 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         if isinstance(v, str) and is_url(v):
             io.urls.append(v)
     io.value_text = _data_values(args)
+    if "view_range" in args:
+        io.line_refs = tuple(_view_start(args["view_range"]))
     if tool in ("subagent", "web_fetch", "browser") or name.startswith("mcp"):
         # A prompt or free-form argument may name files and URLs the callee will read.
         paths, urls, _ = scan(io.value_text)

@@ -181,6 +181,57 @@ def has_value(text: str, value: str) -> bool:
         return True
 
 
+def value_use(text: str, value: str) -> int:
+    """How `value` occurs in `text` as a whole token (see `has_value`): 0 not at all, 1 as a value, 2 only
+    as a line-number prefix (`a.py:180:` of `grep -n`, `    90→` of Claude Code's Read, `    90\t` of
+    `cat -n` and editor views, `1475:` at a line start): those number the lines, they are no printed
+    result; only a line-addressing use (an editor's `view_range` start) may come from them."""
+    start = 0
+    n = len(value)
+    found = 0
+    while True:
+        k = text.find(value, start)
+        if k < 0:
+            return found
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] == "." or (text[k - 1] == "-" and value[0] != "-")):
+            continue
+        j = k + n
+        if j < len(text):
+            c = text[j]
+            if c in _WORDCH:
+                continue
+            if c == "." and j + 1 < len(text) and text[j + 1].isdigit():
+                z = j + 1
+                while z < len(text) and text[z] == "0":
+                    z += 1
+                if z < len(text) and text[z].isdigit():
+                    continue
+            if c in _LINE_NUMBER_END and _line_number_at(text, k, c):
+                found = 2
+                continue
+        return 1
+
+
+_LINE_NUMBER_END = frozenset(":\t→")
+
+
+def _line_number_at(text: str, k: int, end: str) -> bool:
+    """Is the number at `k` (followed by `end`) a line-number prefix of its line?"""
+    head = text[text.rfind("\n", 0, k) + 1 : k]
+    if end == "→":  # Claude Code Read: `    90→text`
+        return not head or head.isspace()
+    if end == "\t":  # cat -n, editor views: `    90\ttext` (right-aligned)
+        return bool(head) and head.isspace()
+    if not head or head.isspace():  # grep -n FILE, SWE-agent's editor: `1475:text`
+        return True
+    # grep -rn, compilers, linters, tracebacks: `src/a.py:180:` (and `src/a.py:12:15:` for the column)
+    if head[-1] != ":":
+        return False
+    name = head.lstrip().split(":", 1)[0]
+    return bool(name) and (" " not in name) and ("." in name or "/" in name) and not name[0].isdigit()
+
+
 def grouped(value: str) -> str | None:
     """`4210` -> `4,210` (how outputs often print a number the agent later types without separators)."""
     sign = "-" if value[:1] == "-" else ""

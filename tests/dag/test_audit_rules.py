@@ -1,0 +1,152 @@
+"""Rules fixed after an audit of corpus DAGs: directories a step created, line-number prefixes in
+outputs, Codex router failures (each test names the run it mirrors)."""
+
+from __future__ import annotations
+
+import json
+
+from dagfix import Run, edge, edge_set
+
+from trajlab.dag._nodes import node_status
+
+
+def _values(d) -> set[tuple[int, int, str]]:
+    return {
+        (e["src"], e["dst"], e["artifact"]) for e in d.edges if (e["artifact"] or "").startswith("value:")
+    }
+
+
+def _node(d, i: int) -> dict:
+    return next(n for n in d.nodes if n["node_id"] == i)
+
+
+# -- 1. a write or read under a directory an earlier step created -----------------------------------
+
+
+def test_a_write_into_a_created_directory_links_to_the_mkdir() -> None:
+    # ATIF t_d0b4637cf8ffcfe4: `mkdir test_dir` (step 2) was a dead end though step 4 writes into it
+    r = Run()
+    r.user("Create test_dir with two files")
+    mk = r.bash("mkdir test_dir", "")
+    w1 = r.bash("echo 'test1' > test_dir/file1.txt", "")
+    w2 = r.bash("echo 'test2' > test_dir/file2.txt", "")
+    cat = r.bash("cat test_dir/file1.txt", "test1")
+    d = r.dag()
+    e = edge(d, mk, w1, "data")
+    assert (e["artifact"], e["rule"]) == ("test_dir", "created-dir")
+    assert (mk, w2, "data") in edge_set(d, "data")
+    assert edge(d, w1, cat, "data")["rule"] == "redirect"
+    assert (mk, cat, "data") not in edge_set(d, "data")  # the file's own writer is the closer producer
+    assert not _node(d, mk)["is_dead_end"]
+
+
+def test_reads_under_created_directories_link_to_their_creator() -> None:
+    r = Run()
+    r.user("Count the frames of clip.mp4 and read the repo's README")
+    mk = r.bash("mkdir -p frames", "")
+    ff = r.bash("ffmpeg -i clip.mp4 -vf fps=1 frames/%03d.png", "")
+    ls = r.bash("ls frames/", "001.png\n002.png")
+    cl = r.bash("git clone https://github.com/x/y.git", "Cloning into 'y'...")
+    rd = r.bash("cat y/docs/README.md", "hello")
+    d = r.dag()
+    assert edge(d, mk, ff, "data")["rule"] == "created-dir"  # ffmpeg writes frames/%03d.png into it
+    assert (ff, ls, "data") in edge_set(d, "data")  # `ls frames/`: the directory's latest writer
+    e = edge(d, cl, rd, "data")
+    assert (e["artifact"], e["rule"]) == ("y", "created-dir")
+
+
+def test_a_directory_written_into_is_not_a_created_directory() -> None:
+    r = Run()
+    r.user("Edit the sources")
+    w = r.bash("echo 'x = 1' > src/a.py", "")
+    rd = r.bash("cat src/b.py", "y = 2")
+    assert (w, rd, "data") not in edge_set(r.dag(), "data")
+
+
+# -- 2. line-number prefixes in outputs are not values ----------------------------------------------
+
+
+def test_value_use_tells_line_numbers_from_values() -> None:
+    from trajlab.dag._tokens import value_use
+
+    assert value_use("src/app.ts:180:  const x = 1", "180") == 2  # grep -rn
+    assert value_use("    90→  let y = 3", "90") == 2  # Claude Code Read
+    assert value_use("   120\t        elif mode", "120") == 2  # cat -n, OpenHands view
+    assert value_use("895:def _add_slots(ctx)", "895") == 2  # grep -n FILE, SWE-agent's editor
+    assert value_use("src/a.py:12:15: E501", "15") == 2  # line:column of a linter
+    assert value_use("Item 1 came in at 120 thousand", "120") == 1
+    assert value_use("2019\t345", "2019") == 1  # a TSV row: no padding, a value
+    assert value_use("Total: 120", "120") == 1 and value_use("foo:180: bar", "180") == 1
+    assert value_use("a.py:180: x\ncount 180", "180") == 1  # also printed as a value
+    assert value_use("1800", "180") == 0
+
+
+def test_line_numbers_printed_by_grep_and_read_are_no_typed_values() -> None:
+    # Claude Code / OpenHands: a Read shows `   120→`, `grep -rn` shows `src/app.ts:180:`; numbers typed
+    # later into code come from neither; a view of the line a grep found still does
+    r = Run()
+    r.user("Fix the timeout handling")
+    rd = r.call(
+        "Read",
+        {"file_path": "/w/app/config.py"},
+        "".join(f"{k:>6}→x = {k}\n" for k in range(1, 4)) + "   120→    pool = 3\n",
+    )
+    g = r.bash("grep -rn timeout src/", "src/app.ts:180:  const timeout = fetch(url)\nsrc/b.ts:300:  x")
+    w = r.call("Write", {"file_path": "/w/app/new.py", "content": "POOL = 120\nTIMEOUT = 180\n"}, "ok")
+    g1 = r.bash("grep -n limit /w/src/b.ts", "300:  const limit = 3")
+    v = r.call(
+        "str_replace_editor",
+        {"command": "view", "path": "/w/src/b.ts", "view_range": "[300, 180]"},
+        "   300\t  const limit = 3",
+    )
+    d = r.dag()
+    vals = _values(d)
+    assert not any(src in (rd, g) and dst == w for src, dst, _ in vals)
+    assert (g1, v, "value:300") in vals  # the start of the view is the line grep printed
+    assert not any(art == "value:180" and dst == v for _, dst, art in vals)  # a string view_range's end
+
+
+# -- 3. a Codex router failure is an error ----------------------------------------------------------
+
+
+def _codex_run(poll_output: str) -> tuple[Run, dict[str, int]]:
+    # Codex t_70cfa7a0f26a53e1: `exec_command` still running, `write_stdin` of Ctrl-C refused, a poll
+    r = Run()
+    r.user("Read the skill")
+    ix = {}
+    ix["cmd"] = r.call(
+        "exec_command", {"cmd": "sed -n '1,220p' SKILL.md"}, "Process running with session ID 20936"
+    )
+    meta = json.dumps({"polls": f"call_{ix['cmd']}", "session_id": "20936"})
+    ix["stdin"] = r.call(
+        "write_stdin",
+        {"session_id": 20936, "chars": "\u0003"},
+        poll_output,
+        exit_code=None,
+        tool="write_stdin",
+        metadata=meta,
+    )
+    ix["poll"] = r.call(
+        "write_stdin", {"session_id": 20936, "chars": ""}, "---\nname: skill", tool="poll", metadata=meta
+    )
+    r.say("Done.")
+    return r, ix
+
+
+def test_a_refused_write_stdin_is_an_error_recovered_by_the_next_poll() -> None:
+    r, ix = _codex_run(
+        "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true to keep stdin open"
+    )
+    d = r.dag()
+    assert _node(d, ix["stdin"])["status"] == "error"
+    assert d.metrics["first_error_step"] == ix["stdin"] and d.metrics["n_unrecovered_errors"] == 0
+    assert not any(c["signal"].startswith("unrecovered") for c in d.candidates)
+
+
+def test_outputs_that_only_mention_failures_are_not_errors() -> None:
+    r, ix = _codex_run("Traceback: write_stdin failed: earlier in the log, an error")
+    assert _node(r.dag(), ix["stdin"])["status"] == "ok"
+    row = {"kind": "tool_call", "tool_name": "Bash", "exit_code": 0}
+    assert node_status({**row, "output": "write_stdin failed: stdin is closed (grep of a log)"}) == "ok"
+    assert node_status({**row, "tool_name": "exec_command", "output": "exec_command failed: x"}) == "error"
+    assert node_status({**row, "tool_name": "exec_command", "output": "3 errors, 0 failed: ok"}) == "ok"
