@@ -59,6 +59,18 @@ CASES = [
         "https://h/cb?x=1&access_token=",
     ),
     ("mysql --password secretpw -u root", "secretpw", "secret_flag", "-u root"),
+    # found leaking into judge requests: basic auth on the command line, a DSN without user name, and
+    # a secret inside a JSON string of JSON (a tool's arguments logged as text)
+    ("curl -u admin:Passw0rd123 https://x", "Passw0rd123", "basic_auth", "curl -u admin:"),
+    ("curl -s --user 'bob:s3cr3t!!' https://x", "s3cr3t!!", "basic_auth", "'bob:"),
+    ("wget --proxy-user=me:hunter22 http://x", "hunter22", "basic_auth", "--proxy-user=me:"),
+    ("REDIS_URL=redis://:pass1234@cache:6379/0", "pass1234", "url_password", "@cache:6379/0"),
+    (
+        r'{"cmd": "run", "env": "{\"api_key\": \"AbC123xyz987\"}"}',
+        "AbC123xyz987",
+        "secret_assignment",
+        r"{\"api_key\": \"",
+    ),
     (f"Cookie header had {JWT} in it", JWT, "jwt", "in it"),
     ("SLACK_BOT=xoxb-1234567890-abcdefghij", "xoxb-1234567890-abcdefghij", "slack_token", "SLACK_BOT="),
     (
@@ -122,6 +134,10 @@ def test_env_dump_keeps_ordinary_variables() -> None:
         "Traceback (most recent call last):\n  File \"a.py\", line 3\nKeyError: 'secret_sauce'",
         "password: ''",
         "sk-short",
+        "sort -u a:b c:d && uniq -u x:y",  # -u of other programs, not curl's user:password
+        "curl -u admin https://x",  # curl asks for the password: nothing to hide
+        "http://host:8080/path@x",
+        "curl https://example.com:443/a -o out.json",
     ],
 )
 def test_ordinary_text_is_untouched(text: str) -> None:

@@ -101,7 +101,8 @@ PATTERNS: list[Pattern] = [
     # user:password@host in URLs (database DSNs, git remotes, proxies).
     Pattern(
         "url_password",
-        re.compile(rf"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:{_NOT_REDACTED}(?P<s>[^\s/@]+)@"),
+        # the user may be empty: redis://:password@host
+        re.compile(rf"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]*:{_NOT_REDACTED}(?P<s>[^\s/@]+)@"),
         "s",
         ("://",),
     ),
@@ -123,6 +124,25 @@ PATTERNS: list[Pattern] = [
         ),
         "s",
         _KEY_NEEDLES,
+    ),
+    # The same inside a JSON string of JSON (a tool's `arguments` logged as text): {\"api_key\": \"v\"}
+    Pattern(
+        "secret_assignment",
+        re.compile(rf'(?i)\\+"{_KEY}\\+"\s*:\s*\\+"{_NOT_REDACTED}(?P<s>[^\\"\n]{{4,}})\\+"'),
+        "s",
+        _KEY_NEEDLES,
+    ),
+    # curl -u user:password, wget --user=..., --proxy-user user:password
+    Pattern(
+        "basic_auth",
+        re.compile(
+            # up to 12 other words between the program and the flag, taken word by word (cheap)
+            r"(?i)\b(?:curl|wget)(?:[ \t]+(?!-u|--user|--proxy-user)[^\s;|&]+){0,12}[ \t]+"
+            r"(?:-u|--user|--proxy-user)(?:[ \t]+|=)?"
+            rf"([\"']?)[^\s:\"'@]+:{_NOT_REDACTED}(?P<s>[^\s\"']{{3,}})\1"
+        ),
+        "s",
+        ("curl", "wget"),
     ),
     # NAME=value, export NAME=value, name: value (env dumps, .env files, YAML, CLI flags)
     Pattern(
