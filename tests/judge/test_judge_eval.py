@@ -204,3 +204,17 @@ def test_kappa_is_undefined_not_perfect_when_gold_and_judge_use_one_category() -
     assert classification_metrics(["a", "a"], ["a", None])["kappa"] == pytest.approx(
         cohen_kappa_score(["a", "a"], ["a", "(none)"])
     )
+
+
+def test_labels_of_two_models_or_taxonomies_are_not_scored_as_one_judge(tmp_path) -> None:
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    _label(lab, "t_audio_infra", "tool_infrastructure", 3, model="m1")
+    _label(lab, "t_video_skip", "video_perception", 2, model="m2", at=T0.replace(day=3))  # a rerun on one run
+    gold = [
+        {"trajectory_id": "t_audio_infra", "category": "tool_infrastructure", "decisive_step_index": 3},
+        {"trajectory_id": "t_video_skip", "category": "video_perception", "decisive_step_index": 2},
+    ]
+    with pytest.raises(ConfigError, match=r"from 2 models \(m1: 1, m2: 1 runs\); choose one with --model"):
+        evaluate(lab, gold)
+    res = evaluate(lab, gold, model="m1")
+    assert res["model"] == "m1" and res["coverage"] == 0.5

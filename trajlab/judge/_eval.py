@@ -167,6 +167,24 @@ def _require_labels(
     )
 
 
+def _require_one_source(
+    labels: dict[str, Any], judge: str, model: str | None, taxonomy_id: str | None
+) -> None:
+    """The latest label per run across models or taxonomies would score a mix of judges (a rerun
+    with another model on some runs, another taxonomy's categories) as if it were one."""
+    for column, chosen, option in (("taxonomy_id", taxonomy_id, "--taxonomy"), ("model", model, "--model")):
+        if chosen:
+            continue
+        counts = Counter(str(lbl[column]) for lbl in labels.values())
+        if len(counts) > 1:
+            listed = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+            name = "taxonomies" if column == "taxonomy_id" else "models"
+            raise ConfigError(
+                f"the latest {judge} labels come from {len(counts)} {name} ({listed} runs); "
+                f"choose one with {option}"
+            )
+
+
 def _pick_judge(lab: Lab, judge: str | None) -> str:
     if judge:
         return judge
@@ -223,6 +241,7 @@ def evaluate(
     jkind = _pick_judge(lab, judge)
     labels = _latest_labels(lab, jkind, model, taxonomy_id)
     _require_labels(lab, labels, jkind, model, taxonomy_id)
+    _require_one_source(labels, jkind, model, taxonomy_id)
     records = [r for r in records if r["category"] != UNSURE]
     g_cat, p_cat, g_step, p_step = [], [], [], []
     lab_g, lab_p, lab_gs, lab_ps = [], [], [], []
@@ -280,6 +299,7 @@ def evaluate_who_and_when(
     jkind = _pick_judge(lab, judge)
     labels = _latest_labels(lab, jkind, model, taxonomy_id)
     _require_labels(lab, labels, jkind, model, taxonomy_id)
+    _require_one_source(labels, jkind, model, taxonomy_id)
     ids = [r["trajectory_id"] for r in t]
     steps = lab.read(
         "steps", ["trajectory_id", "step_index", "agent_id"], pc.field("trajectory_id").isin(ids)
