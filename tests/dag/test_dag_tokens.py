@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajlab.dag import _tokens
-from trajlab.dag._tokens import code_io, has_path, has_value, norm_path, pattern_matches, same_file, scan
+from trajlab.dag._tokens import code_io, has_path, norm_path, pattern_matches, same_file, scan, value_use
 
 
 def test_scan_finds_paths_urls_and_values() -> None:
@@ -27,8 +27,8 @@ def test_fractions_are_values_not_paths() -> None:
 
 
 def test_whole_token_matching() -> None:
-    assert has_value("at 120 thousand", "120") and has_value("x 915.0\n", "915")
-    assert not has_value("1200", "120") and not has_value("915.5", "915") and not has_value("v120", "120")
+    assert value_use("at 120 thousand", "120") == 1 and value_use("x 915.0\n", "915") == 1
+    assert value_use("1200", "120") == value_use("915.5", "915") == value_use("v120", "120") == 0
     assert has_path("/x/lib/a.ex:3", "lib/a.ex") and not has_path("/x/lib/a.exs", "lib/a.ex")
 
 

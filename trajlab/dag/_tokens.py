@@ -156,33 +156,9 @@ def pieces_of(text: str) -> tuple[str, ...]:
 _WORDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def has_value(text: str, value: str) -> bool:
-    """`value` occurs in `text` as a whole token (`120` in "at 120 thousand" or "120.0", not in "1200")."""
-    start = 0
-    n = len(value)
-    while True:
-        k = text.find(value, start)
-        if k < 0:
-            return False
-        start = k + 1
-        if k and (text[k - 1] in _WORDCH or text[k - 1] == "." or (text[k - 1] == "-" and value[0] != "-")):
-            continue
-        j = k + n
-        if j < len(text):
-            c = text[j]
-            if c in _WORDCH:
-                continue
-            if c == "." and j + 1 < len(text) and text[j + 1].isdigit():
-                z = j + 1
-                while z < len(text) and text[z] == "0":
-                    z += 1
-                if z < len(text) and text[z].isdigit():
-                    continue
-        return True
-
-
 def value_use(text: str, value: str) -> int:
-    """How `value` occurs in `text` as a whole token (see `has_value`): 0 not at all, 1 as a value, 2 only
+    """How `value` occurs in `text` as a whole token (`120` in "at 120 thousand" or "120.0", not in "1200"):
+    0 not at all, 1 as a value, 2 only
     as a line-number prefix (`a.py:180:` of `grep -n`, `    90→` of Claude Code's Read, `    90\t` of
     `cat -n` and editor views, `1475:` at a line start): those number the lines, they are no printed
     result; only a line-addressing use (an editor's `view_range` start) may come from them."""

@@ -67,16 +67,24 @@ def _after_keywords(argv: list[str]) -> bool:
 _SUB_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|\\?([^\s;&|()<>'\"]+))")
 
 
+def _heredoc_body(s: str, i: int, delim: str, strip_tabs: bool) -> tuple[list[str], int]:
+    """The lines of a here-document body starting at s[i], and the index after its delimiter line."""
+    n = len(s)
+    body: list[str] = []
+    while i < n:
+        j = s.find("\n", i)
+        line = s[i:] if j < 0 else s[i:j]
+        i = n if j < 0 else j + 1
+        if (line.lstrip("\t") if strip_tabs else line) == delim:
+            break
+        body.append(line)
+    return body, i
+
+
 def _skip_heredoc_bodies(s: str, i: int, pending: list[tuple[str, bool]]) -> int:
     """s[i] starts the line after a here-document operator: the index after the last body's delimiter."""
-    n = len(s)
     for delim, strip_tabs in pending:
-        while i < n:
-            j = s.find("\n", i)
-            line = s[i:] if j < 0 else s[i:j]
-            i = n if j < 0 else j + 1
-            if (line.lstrip("\t") if strip_tabs else line) == delim:
-                break
+        i = _heredoc_body(s, i, delim, strip_tabs)[1]
     return i
 
 
@@ -436,17 +444,8 @@ class _Parser:
         return i
 
     def _consume_heredocs(self, i: int) -> int:
-        s = self.s
-        n = len(s)
         for delim, strip_tabs in self.pending_heredocs:
-            body: list[str] = []
-            while i < n:
-                j = s.find("\n", i)
-                line = s[i:] if j < 0 else s[i:j]
-                i = n if j < 0 else j + 1
-                if (line.lstrip("\t") if strip_tabs else line) == delim:
-                    break
-                body.append(line)
+            body, i = _heredoc_body(self.s, i, delim, strip_tabs)
             # attach to the command that owns the heredoc redirect (the last one that has it)
             owner = next(
                 (c for c in reversed(self.commands) if any(r[1] == delim for r in c.redirects)),
