@@ -359,3 +359,39 @@ def test_corpus_files_claimed_by_the_right_adapter(corpus_dir: Path):
             if p.is_file() and p.name != "PROVENANCE.md"
         }
         assert claimed == expected, adapter
+
+
+def test_a_trajectory_without_a_model_takes_the_trial_agents(tmp_path: Path):
+    # FORMATS.md: result.json carries agent_info.model_info; a trajectory whose agent block and steps name
+    # no model (agents that leave model_name out) got model NULL, though the trial says which it was
+    trial = tmp_path / "jobs" / "job-1" / "count__x1"
+    (trial / "agent").mkdir(parents=True)
+    steps = [
+        {"step_id": 1, "source": "user", "message": "count"},
+        {"step_id": 2, "source": "agent", "message": "3"},
+    ]
+    (trial / "agent" / "trajectory.json").write_text(
+        json.dumps(
+            {
+                "schema_version": "ATIF-v1.5",
+                "session_id": "s1",
+                "agent": {"name": "terminus-2"},
+                "steps": steps,
+            }
+        )
+    )
+    result = {
+        "id": "r1",
+        "task_name": "count",
+        "trial_name": "count__x1",
+        "agent_info": {
+            "name": "terminus-2",
+            "version": "2.0",
+            "model_info": {"name": "gpt-5-mini", "provider": "openai"},
+        },
+        "verifier_result": {"rewards": {"reward": 1.0}},
+    }
+    (trial / "result.json").write_text(json.dumps(result))
+    _, units = parse_tree(tmp_path)
+    [(t, _steps)] = next(u for k, u in units.items() if k.endswith("trajectory.json"))[2]
+    assert (t["model"], t["outcome"], t["task_id"]) == ("gpt-5-mini", "success", "count")

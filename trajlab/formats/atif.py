@@ -552,7 +552,6 @@ class AtifAdapter(Adapter):
         info = as_dict(res.get("agent_info"))
         t["harness"] = as_str(info.get("name"))
         t["runner_version"] = as_str(info.get("version"))
-        t["model"] = as_str(as_dict(info.get("model_info")).get("name"))
         t["metadata"] = meta
         t["anomalies"] = anomalies
         yield ParsedTrajectory(t, [], native_key=as_id(res.get("id")) or as_id(res.get("trial_name")))
@@ -633,6 +632,8 @@ def _apply_result(res: dict[str, Any], t: dict[str, Any], meta: dict[str, Any]) 
         t["exit_status"] = as_str(exc.get("exception_type")) or "error"
         t["error"] = as_str(exc.get("exception_message")) or as_str(exc.get("exception_type"))
     t["task_id"] = as_str(res.get("task_name")) or t.get("task_id")
+    if not t.get("model"):  # a trajectory without agent.model_name or step models: the trial's agent
+        t["model"] = as_str(as_dict(as_dict(res.get("agent_info")).get("model_info")).get("name"))
     src = res.get("source")
     if isinstance(src, str) and src:
         t["benchmark"] = src
