@@ -3,8 +3,14 @@ committed (the next run ingests the rest)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
@@ -104,3 +110,71 @@ def test_cli_ctrl_c_says_what_was_kept_and_exits_130(
     again = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
     assert again.exit_code == 0, again.output
     assert _units(lab) == 6
+
+
+SECOND_INGEST = """
+import sys
+from trajlab.ingest import ingest
+ingest([sys.argv[1]], sys.argv[2], workers=1, progress=False)
+"""
+
+
+def test_two_ingests_at_once_do_not_add_the_same_runs_twice(
+    example_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second ingest of the same files that starts while the first is between its planning and its
+    commit must not commit on top of the first's plan: it waits, then finds nothing to do."""
+    single = tmp_path / "single"
+    ingest([example_runs], single, workers=1, progress=False)
+    lab = tmp_path / "lab"
+    Lab.open(lab, create=True)
+    real_plan = ingest_run.make_plan
+    second: list[subprocess.Popen] = []
+
+    def make_plan(*a, **k):
+        plan = real_plan(*a, **k)
+        p = subprocess.Popen(
+            [sys.executable, "-c", SECOND_INGEST, str(example_runs), str(lab)],
+            env={**os.environ, "TRAJLAB_LOCK_WAIT": "120"},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        second.append(p)
+        # the old code let it run to its end here, before this ingest committed its own plan; now it
+        # waits for the lock
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=8)
+        return plan
+
+    monkeypatch.setattr(ingest_run, "make_plan", make_plan)
+    ingest([example_runs], lab, workers=1, progress=False)
+    (p,) = second
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    content = _content(lab)
+    assert content == _content(single)
+    n, ids = content["steps"][0]["n"], content["steps"][0]["ids"]
+    assert n == ids > 0
+
+
+def test_an_ingest_with_nothing_to_do_repairs_a_writer_killed_after_its_commit(
+    example_runs: Path, tmp_path: Path
+) -> None:
+    """Killed after the manifest rename but before the table symlinks were swapped: the next ingest
+    finds every file ingested, and must still roll the symlinks forward for plain Parquet readers."""
+    lab = tmp_path / "lab"
+    code = (
+        "import os, signal, sys\n"
+        "from trajlab.store import _publish\n"
+        "_publish.switch = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n" + SECOND_INGEST
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(example_runs), str(lab)], capture_output=True)
+    assert r.returncode == -signal.SIGKILL
+    assert not (lab / "steps").exists()  # committed in lab.json, not yet visible to glob readers
+    report = ingest([example_runs], lab, workers=1, progress=False)
+    assert report.commits == 0  # nothing new: every file was ingested by the killed run
+    n_steps = Lab.open(lab).rows("steps")
+    assert n_steps > 0
+    glob = duckdb.sql(f"select count(*) from read_parquet('{lab}/steps/*.parquet')").fetchall()
+    assert glob == [(n_steps,)]
+    assert not list((lab / "_staging").glob("*"))

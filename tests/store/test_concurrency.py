@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,3 +86,64 @@ def test_second_writer_times_out_with_a_clear_error(tmp_path: Path) -> None:
     with lab.write("after the holder died") as txn:  # the lock dies with its process
         txn.append("quarantine", [{"source_path": "a", "reason": "r", "error_type": "x", "ingested_at": NOW}])
     assert lab.generation == 1
+
+
+KILLED_HOLDER = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from trajlab.store import Lab
+    with Lab.open(sys.argv[1]).exclusive():
+        pid = os.fork()
+        if pid == 0:  # a worker, orphaned when its parent is killed
+            time.sleep(30)
+            os._exit(0)
+        print(pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_a_worker_orphaned_by_a_killed_writer_does_not_keep_the_lock(tmp_path: Path) -> None:
+    """Ingest workers are forked while the parent holds the lock (flock belongs to the open file,
+    which a fork shares): a worker left behind by a killed parent must not lock the lab out."""
+    lab = Lab.open(tmp_path / "lab", create=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HOLDER, str(lab.root)], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    orphan = int(parent.stdout.readline())
+    parent.stdout.close()  # the orphan keeps the pipe open
+    assert parent.wait(timeout=30) == -signal.SIGKILL
+    try:
+        with lab.write("after", wait_s=0) as txn:
+            txn.append(
+                "quarantine", [{"source_path": "x", "reason": "r", "error_type": "json", "ingested_at": NOW}]
+            )
+        assert lab.rows("quarantine") == 1
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+
+
+def test_writes_inside_exclusive_do_not_wait_and_others_do(tmp_path: Path) -> None:
+    lab = Lab.open(tmp_path / "lab", create=True)
+    with lab.exclusive():
+        for k in range(2):
+            with lab.write(f"w{k}", wait_s=0) as txn:
+                txn.append(
+                    "quarantine",
+                    [{"source_path": f"{k}", "reason": "r", "error_type": "json", "ingested_at": NOW}],
+                )
+        errors: list[BaseException] = []
+
+        def other() -> None:  # another thread (or process) is another writer
+            try:
+                with Lab.open(lab.root).write("other", wait_s=0.2):
+                    pass
+            except BaseException as e:
+                errors.append(e)
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert len(errors) == 1 and isinstance(errors[0], LabLockedError)
+    assert lab.generation == 2

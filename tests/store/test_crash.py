@@ -117,3 +117,52 @@ def test_killed_after_the_manifest_switch_rolls_forward(tmp_path: Path) -> None:
         pass
     assert glob_sources(fresh) == ["new", "old1"]
     assert os.readlink(lab.root / "quarantine") == os.path.join(_publish.GEN, "quarantine", "g000002")
+
+
+def test_exclusive_repairs_a_writer_killed_after_the_manifest_switch(tmp_path: Path) -> None:
+    """A caller that takes the lock and then writes nothing (an ingest with nothing new) still rolls
+    the symlinks forward and removes the dead writer's staging folder."""
+    lab = base_lab(tmp_path)
+    assert run_killed(lab.root, "_publish.switch") == -signal.SIGKILL
+    assert list((lab.root / "_staging").iterdir())  # the dead writer's staging folder
+    with Lab.open(lab.root).exclusive() as held:
+        assert held.generation == 2
+    assert glob_sources(lab) == ["new", "old1"]
+    assert os.readlink(lab.root / "quarantine") == os.path.join(_publish.GEN, "quarantine", "g000002")
+    assert not list((lab.root / "_staging").glob("*"))
+    assert sorted(p.name for p in (lab.root / ".gen" / "quarantine").iterdir()) == ["g000002"]
+
+
+def test_a_manifest_left_half_written_by_a_killed_writer_is_removed(tmp_path: Path) -> None:
+    lab = base_lab(tmp_path)
+    # killed while the new lab.json is written: its temporary file is complete, the rename not done
+    code = textwrap.dedent(
+        f"""
+        import os, signal
+        from datetime import datetime, timezone
+        import trajlab.fsutil as fsutil
+        from trajlab.store import Lab
+        real_replace = os.replace
+        def replace(src, dst, *a, **k):
+            if str(dst).endswith("lab.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_replace(src, dst, *a, **k)
+        os.replace = replace
+        lab = Lab.open({str(lab.root)!r})
+        now = datetime.now(timezone.utc)
+        with lab.write("doomed") as txn:
+            txn.append("quarantine", [{{"source_path": "new", "reason": "r", "error_type": "json", "ingested_at": now}}])
+        """
+    )
+    rc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode
+    assert rc == -signal.SIGKILL
+    assert [p.name for p in lab.root.glob(".lab.json.*.tmp")]  # the dead writer's temporary manifest
+    fresh = Lab.open(lab.root)
+    assert fresh.generation == 1
+    with fresh.write("next") as txn:
+        txn.append("quarantine", qrows(1, "later"))
+    assert fresh.generation == 2
+    assert list(lab.root.glob(".lab.json.*.tmp")) == []
+    with Lab.open(lab.root).exclusive():
+        pass
+    assert sorted(fresh.read("quarantine").column("source_path").to_pylist()) == ["later0", "old0", "old1"]

@@ -100,48 +100,56 @@ def ingest(
     report.missing = [str(p) for p in disc.missing]
     report.skipped = len(disc.skipped)
     defaults = {k: v for k, v in (defaults or {}).items() if v not in (None, [], ())}
-    plan = make_plan(lab, disc, [Path(m) for m in meta_files or []], force)
-    report.vanished = list(plan.vanished)
-    for runner, n in plan.unchanged.items():
-        report.runners[runner].unchanged += n
+    # Plan and commit under one hold of the writer lock: a plan made against one generation and
+    # committed on top of another writer's would add the same runs twice. Taking it also cleans up
+    # after a writer that died (even when this run then finds nothing to write).
+    with lab.exclusive():
+        plan = make_plan(lab, disc, [Path(m) for m in meta_files or []], force)
+        report.vanished = list(plan.vanished)
+        for runner, n in plan.unchanged.items():
+            report.runners[runner].unchanged += n
 
-    n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
-    batches = _batches(plan.todo, plan.sizes, n_workers)
-    total_bytes = sum(plan.sizes[str(u.primary)] for u in plan.todo)
-    meta = plan.meta if plan.meta else None
-    use_pool = n_workers > 1 and len(batches) > 1 and total_bytes >= POOL_MIN_BYTES
-    pool = _pool(n_workers, defaults, meta) if use_pool else None
-    if pool is None:
-        init_worker(defaults, meta)
-    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc="ingest", disable=not progress, leave=False)
-    bookkeeping = bool(plan.duplicates or plan.touched or plan.unknown or plan.meta_changed or plan.meta_gone)
-    committed_units = committed_bytes = 0
-    try:
-        chunks = list(_chunks(batches, plan.sizes, commit_every_bytes or COMMIT_EVERY_BYTES))
-        if not chunks and bookkeeping:
-            chunks = [[]]
-        for i, chunk in enumerate(chunks):
-            with lab.write("ingest") as txn:
-                if i == 0:
-                    _record_bookkeeping(txn, plan, report)
-                jobs = [(b, str(txn.staging_dir), txn.generation) for b in chunk]
-                results = pool.imap_unordered(parse_batch, jobs) if pool else parse_batches_inline(jobs)
-                for br in results:
-                    _absorb(txn, br, plan, report)
-                    bar.update(br.bytes)
-                txn.summary["ingest"] = {"units": sum(len(b) for b in chunk)}
-            report.commits += 1
-            committed_units += sum(len(b) for b in chunk)
-            committed_bytes += sum(plan.sizes[str(u.primary)] for b in chunk for u in b)
-    except KeyboardInterrupt:
-        raise IngestInterrupted(
-            lab.root, report.commits, committed_units, committed_bytes, total_bytes
-        ) from None
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
-        bar.close()
+        n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
+        batches = _batches(plan.todo, plan.sizes, n_workers)
+        total_bytes = sum(plan.sizes[str(u.primary)] for u in plan.todo)
+        meta = plan.meta if plan.meta else None
+        use_pool = n_workers > 1 and len(batches) > 1 and total_bytes >= POOL_MIN_BYTES
+        pool = _pool(n_workers, defaults, meta) if use_pool else None
+        if pool is None:
+            init_worker(defaults, meta)
+        bar = tqdm(
+            total=total_bytes, unit="B", unit_scale=True, desc="ingest", disable=not progress, leave=False
+        )
+        bookkeeping = bool(
+            plan.duplicates or plan.touched or plan.unknown or plan.meta_changed or plan.meta_gone
+        )
+        committed_units = committed_bytes = 0
+        try:
+            chunks = list(_chunks(batches, plan.sizes, commit_every_bytes or COMMIT_EVERY_BYTES))
+            if not chunks and bookkeeping:
+                chunks = [[]]
+            for i, chunk in enumerate(chunks):
+                with lab.write("ingest") as txn:
+                    if i == 0:
+                        _record_bookkeeping(txn, plan, report)
+                    jobs = [(b, str(txn.staging_dir), txn.generation) for b in chunk]
+                    results = pool.imap_unordered(parse_batch, jobs) if pool else parse_batches_inline(jobs)
+                    for br in results:
+                        _absorb(txn, br, plan, report)
+                        bar.update(br.bytes)
+                    txn.summary["ingest"] = {"units": sum(len(b) for b in chunk)}
+                report.commits += 1
+                committed_units += sum(len(b) for b in chunk)
+                committed_bytes += sum(plan.sizes[str(u.primary)] for b in chunk for u in b)
+        except KeyboardInterrupt:
+            raise IngestInterrupted(
+                lab.root, report.commits, committed_units, committed_bytes, total_bytes
+            ) from None
+        finally:
+            if pool is not None:
+                pool.close()
+                pool.join()
+            bar.close()
     report.bytes = total_bytes
     report.seconds = time.perf_counter() - t0
     report.generation = lab.refresh().generation

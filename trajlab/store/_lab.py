@@ -18,10 +18,11 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,23 @@ class Lab:
         return connect(self)
 
     # -- writing ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def exclusive(self, wait_s: float | None = None) -> Iterator[Lab]:
+        """Hold the writer lock across several transactions (and whatever is planned between them):
+        `write` calls of this thread inside the block do not wait for it again, and no other writer can
+        commit in between. On entry the manifest is re-read and the leftovers of a writer that died are
+        cleaned up (staging, an unswapped symlink after a commit, a half-written manifest), so that a
+        caller that ends up writing nothing still leaves the lab repaired. In a lab this process may not
+        write to, nothing is locked: a caller that only reads works as before, and `write` says why not."""
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            yield self
+            return
+        with _lock(self.root, wait_s=wait_s):
+            self.manifest = read_manifest(self.root)
+            if _publish.needs_recovery(self.root, self.manifest, list(TABLES)):
+                _publish.recover(self.root, self.manifest, list(TABLES))
+            yield self
 
     @contextmanager
     def write(self, operation: str, wait_s: float | None = None) -> Iterator[Transaction]:
@@ -457,8 +475,30 @@ def lock_wait_s() -> float:
     return value
 
 
+_held = threading.local()  # roots whose lock this thread holds (`Lab.exclusive` nests `write` in it)
+_held_fds: set[int] = set()  # lock fds of this process, closed in forked children (see below)
+
+
+def _close_held_locks_in_child() -> None:
+    """A forked child (an ingest worker) must not keep the parent's lock alive: flock belongs to the
+    open file, so a worker orphaned by a killed parent would otherwise lock the lab out until it dies.
+    Closing the child's copy leaves the parent's lock in place."""
+    for fd in list(_held_fds):
+        with suppress(OSError):
+            os.close(fd)
+    _held_fds.clear()
+    _held.__dict__.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks_in_child)
+
+
 @contextmanager
 def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
+    roots: set[Path] = _held.__dict__.setdefault("roots", set())
+    if root in roots:  # this thread already holds it (inside `Lab.exclusive`)
+        yield
+        return
     wait_s = lock_wait_s() if wait_s is None else wait_s
     root.mkdir(parents=True, exist_ok=True)
     try:
@@ -478,7 +518,13 @@ def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
                         f"{LOCK_NAME}; set {LOCK_WAIT_ENV} to wait longer)"
                     ) from None
                 time.sleep(0.05)
-        yield
+        roots.add(root)
+        _held_fds.add(fd)
+        try:
+            yield
+        finally:
+            roots.discard(root)
+            _held_fds.discard(fd)
     finally:
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -31,6 +31,7 @@ from ._parts import fsync_file
 
 GEN = ".gen"
 STAGING = "_staging"
+MANIFEST_TMP_PREFIX = ".lab.json."  # `atomic_write_text`'s temporary files of a manifest being written
 
 
 def gen_dir(root: Path, table: str, generation: int) -> Path:
@@ -111,11 +112,47 @@ def discard(root: Path, plans: list[TablePlan]) -> None:
         shutil.rmtree(gen_dir(root, plan.table, plan.generation), ignore_errors=True)
 
 
+def _is_leftover(name: str) -> bool:
+    """A temporary file of a dead writer in the lab root: a symlink or a manifest being replaced."""
+    return name.startswith(".") and (
+        ".link-" in name or (name.startswith(MANIFEST_TMP_PREFIX) and name.endswith(".tmp"))
+    )
+
+
+def needs_recovery(root: Path, manifest: Manifest, tables: list[str]) -> bool:
+    """Whether a writer died and left something `recover` would fix (cheap: a few stats and readlinks).
+    Only meaningful under the lock: a live writer's staging folder looks the same."""
+    staging = root / STAGING
+    if staging.is_dir() and any(staging.iterdir()):
+        return True
+    if any(_is_leftover(n) for n in os.listdir(root)):
+        return True
+    for table in tables:
+        entry = manifest.tables.get(table)
+        if entry is None:
+            continue
+        link = root / table
+        if not link.is_symlink():
+            if entry.parts or link.exists():
+                return True
+            continue
+        if entry.parts and os.readlink(link) != _link_target(table, entry.generation):
+            return True
+        base = root / GEN / table
+        if base.is_dir():
+            current = f"g{entry.generation:06d}"
+            names = os.listdir(base)
+            # a folder built for a generation that never committed, or more than current + previous
+            if any(n > current for n in names) or len(names) > 2:
+                return True
+    return False
+
+
 def recover(root: Path, manifest: Manifest, tables: list[str]) -> None:
     """Make the folders match the manifest: re-point symlinks, drop staging and unreferenced folders."""
     shutil.rmtree(root / STAGING, ignore_errors=True)
     for name in os.listdir(root):
-        if name.startswith(".") and ".link-" in name:
+        if _is_leftover(name):
             (root / name).unlink(missing_ok=True)
     for table in tables:
         entry = manifest.tables.get(table)
