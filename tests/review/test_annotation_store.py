@@ -51,6 +51,14 @@ def test_append_writes_one_stable_line_per_record(tmp_path: Path) -> None:
     assert len(path.read_text().splitlines()) == 1
 
 
+def test_a_note_with_a_lone_surrogate_is_saved_with_a_replacement_character(tmp_path: Path) -> None:
+    # a cut emoji in a pasted note ("\ud83d" alone) failed the save with Python's codec message
+    store = AnnotationStore(tmp_path / "ann", "ds")
+    store.append(rec(note="saw \ud83d then 🎬 ok"))
+    (line,) = (tmp_path / "ann" / "ds" / "alice.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["note"] == "saw \ufffd then 🎬 ok"
+
+
 def test_conflicting_label_is_refused_and_supersede_changes_it(tmp_path: Path) -> None:
     store = AnnotationStore(tmp_path, "ds")
     first = store.append(rec(decisive_step_index=1))

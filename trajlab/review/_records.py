@@ -55,6 +55,14 @@ class _Record(BaseModel):
             raise ValueError("step indexes must be >= 0")
         return list(dict.fromkeys(v))  # drop repeats, keep the order given
 
+    @field_validator("note", check_fields=False)
+    @classmethod
+    def _text(cls, v: str | None) -> str | None:
+        # a lone UTF-16 surrogate (a cut emoji pasted into a form) cannot be written as UTF-8: U+FFFD
+        if v is None or v.isascii():
+            return v
+        return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
     @field_validator("decisive_step_index", check_fields=False)
     @classmethod
     def _decisive(cls, v: int | None) -> int | None:
