@@ -29,6 +29,19 @@ def why_unwritable(out: Path, e: OSError) -> str:
     return e.strerror or str(e)
 
 
+def check_creatable(out: str | Path, option: str, folder: bool = False) -> None:
+    """Refuse an output path below a file (the OS only says "Not a directory" or "File exists"), or a
+    file where the output is a folder, naming the path at fault; creates nothing."""
+    path = Path(out)
+    if folder and (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise ConfigError(f"{option} {out}: is a file, not a folder")
+    for d in path.absolute().parents:
+        if d.exists() or d.is_symlink():
+            if not d.is_dir():
+                raise ConfigError(f"{option} {out}: {d} is a file, not a folder")
+            return
+
+
 def check_outside_lab(out: str | Path, lab: str | Path | None) -> None:
     """Refuse an output path that would land on the lab's own files (lab.json, table folders, ...)."""
     if lab is None:

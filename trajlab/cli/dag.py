@@ -10,6 +10,7 @@ from ..dag import EXPORT_FORMATS, DagInterrupted, build_lab, export, load_dag, r
 from ..errors import ConfigError, LabError
 from ..fsutil import atomic_write_text
 from ..store import Lab
+from ._output import check_outside_lab
 
 
 def _why(out: Path, e: OSError) -> str:
@@ -70,7 +71,11 @@ def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: boo
 @click.argument("lab", type=click.Path(path_type=str))
 @click.argument("trajectory")
 @click.option(
-    "--max-output", type=int, default=120, show_default=True, help="Characters of output per step (0: none)."
+    "--max-output",
+    type=click.IntRange(min=0),
+    default=120,
+    show_default=True,
+    help="Characters of output per step (0: none).",
 )
 def show_cmd(lab: str, trajectory: str, max_output: int) -> None:
     """Print a trajectory's DAG as an indented tree with statuses (TRAJECTORY may be an id prefix)."""
@@ -91,6 +96,8 @@ def show_cmd(lab: str, trajectory: str, max_output: int) -> None:
 )
 def export_cmd(lab: str, trajectory: str, fmt: str, out: str | None) -> None:
     """Write a trajectory's DAG as JSON, GraphML or Graphviz DOT."""
+    if out:
+        check_outside_lab(out, lab)
     text = export(load_dag(lab, trajectory), fmt)
     if out:
         try:

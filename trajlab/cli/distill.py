@@ -26,6 +26,8 @@ from ..distill import (
     rehash,
     validate_path,
 )
+from ._inputs import read_ground_truth
+from ._output import check_creatable, check_outside_lab
 
 
 def _plain_prefix(value: str) -> str:
@@ -164,6 +166,9 @@ def distill_cmd(
     with support, lift and run ids, writes OUT/<name>/SKILL.md with references/, and keeps every
     version under OUT/.history/. A skill that would contain an eval task's id or gold answer is refused.
     """
+    if lab:
+        check_outside_lab(out, lab)
+    truth_rows = read_ground_truth(ground_truth, "--ground-truth") if ground_truth else None
     params = MineParams(
         min_support=min_support,
         min_lift=min_lift,
@@ -190,7 +195,6 @@ def distill_cmd(
     if client is not None:
         click.echo(f"LLM: {client.requests} requests, {client.cached} cached answers")
     if ground_truth:
-        from ..examples import load_ground_truth
         from ..store import Lab
 
         the_lab = Lab.open(res.lab)
@@ -198,7 +202,7 @@ def distill_cmd(
             the_lab,
             load_corpus(the_lab, conditions=conditions or None),
             res.rules,
-            load_ground_truth(ground_truth),
+            truth_rows,
         )
         click.echo("\n" + rep.format())
     if any(s.refused for s in res.skills):
@@ -374,6 +378,8 @@ def rehash_cmd(skill_dir: str) -> None:
 @click.option("--force", is_flag=True, help="Replace an existing different copy.")
 def install_cmd(skill_dir, target, project, legacy, output, force) -> None:
     """Install SKILL_DIR for Claude Code, Codex / .agents, or as a prompt prefix file."""
+    if output:
+        check_creatable(output, "--output")
     click.echo(f"installed -> {install(skill_dir, target, project, legacy, output, force)}")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
+from ._output import check_creatable, check_outside_lab
 
 
 def _options(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -25,6 +26,19 @@ def _options(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             )
         out.setdefault(name, {})[opt.strip()] = parse_value(value)
     return out
+
+
+def _formats(formats: str, known: str) -> list[str]:
+    names = [f.strip() for f in formats.split(",") if f.strip()]
+    if not names:
+        raise ConfigError(f"--format {formats!r}: give at least one of {known}")
+    return names
+
+
+def _out_dir(out: Path, lab: Path) -> None:
+    """--out must be a folder that can be made, and not the lab or one of its own folders."""
+    check_creatable(out, "--out", folder=True)
+    check_outside_lab(out, lab)
 
 
 def _only(only: tuple[str, ...]) -> list[str] | None:
@@ -69,7 +83,13 @@ def _common(fn):  # type: ignore[no-untyped-def]
     help="Column width: single (3.5 in) or double (7.16 in).",
 )
 @_common
-@click.option("--workers", type=int, default=2, show_default=True, help="Browser tabs rendering at once.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Browser tabs rendering at once.",
+)
 @click.option("--list", "list_", is_flag=True, help="List the figures and their options, then exit.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 def figures_cmd(
@@ -98,10 +118,12 @@ def figures_cmd(
         return
     if lab is None or out is None:
         raise click.UsageError("give LAB and --out DIR (or --list)")
+    fmts = _formats(formats, "pdf, png, svg")
+    _out_dir(out, lab)
     report = export_figures(
         lab,
         out,
-        formats=[f for f in formats.split(",") if f.strip()],
+        formats=fmts,
         only=_only(only),
         progress=not no_progress,
         width=width,
@@ -136,11 +158,13 @@ def tables_cmd(
     """Write the numbers behind every figure of LAB as LaTeX (booktabs) and Markdown tables."""
     from ..figures import export_tables
 
+    fmts = _formats(formats, "latex, markdown")
+    _out_dir(out, lab)
     paths = export_tables(
         lab,
         out,
         only=_only(only),
-        formats=[f for f in formats.split(",") if f.strip()],
+        formats=fmts,
         options=_options(options),
     )
     if as_json:

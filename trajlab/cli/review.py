@@ -20,6 +20,7 @@ from ..review import (
     resolve_taxonomy,
 )
 from ..store import Lab
+from ._inputs import read_ground_truth
 
 ANNOTATIONS_ENV = "TRAJLAB_ANNOTATIONS"
 
@@ -154,10 +155,12 @@ def import_cmd(lab, annotations_dir, dataset, taxonomy, source, examples_dir, an
     if source == "who_and_when":
         report = import_who_and_when(the_lab, store, taxonomy, annotator or "who-and-when")
     elif examples_dir:
-        from ..examples import load_ground_truth
-
         report = import_example_truth(
-            the_lab, store, load_ground_truth(examples_dir), taxonomy, annotator or "ground-truth"
+            the_lab,
+            store,
+            read_ground_truth(examples_dir, "--examples"),
+            taxonomy,
+            annotator or "ground-truth",
         )
     else:
         raise click.UsageError("give --who-and-when or --examples DIR")
