@@ -92,3 +92,16 @@ def test_demo_stage(examples: Path, tmp_path: Path) -> None:
     assert data["valid"] and not data["refused"] and data["skills"]["distilled-general"] == 1
     assert data["recall"] == 1.0 and "pattern recall 1.00" in summary
     assert "no-skill vs skill runs" in summary and data["skill_delta"] > 0
+
+
+def test_demo_stage_on_too_few_runs_says_no_skill_was_written(tmp_path: Path) -> None:
+    # `trajlab demo --tasks 3` stopped with "distill/skills: no such file or folder": no rule reached the
+    # support thresholds, so no skill folder was written, and the demo validated the missing folder
+    from trajlab.distill import demo_distill
+    from trajlab.examples import generate_examples
+    from trajlab.ingest import ingest
+
+    generate_examples(tmp_path / "ex", n_tasks=1, seed=7)
+    ingest([tmp_path / "ex" / "runs"], tmp_path / "lab", progress=False)
+    summary, data = demo_distill(tmp_path / "lab", tmp_path / "demo", tmp_path / "ex")
+    assert data["skills"] == {} and "no skill was written" in summary
