@@ -87,7 +87,16 @@ class Lab:
                 f"{root}: lab schema v{manifest.schema_version} is newer than this trajlab "
                 f"(v{SCHEMA_VERSION}); upgrade trajlab"
             )
-        _check_unlisted_tables(root, manifest)
+        try:
+            _check_unlisted_tables(root, manifest)
+        except LabError:
+            # A writer may have committed a new table between our read of the manifest and the check
+            # (the manifest is replaced before the table's symlink appears): read it again once.
+            fresh = read_manifest(root)
+            if fresh.generation == manifest.generation:
+                raise
+            manifest = fresh
+            _check_unlisted_tables(root, manifest)
         lab = cls(root, manifest)
         if pending_migrations(manifest.schema_version, manifest.migrations):
             with lab.write("migrate") as txn:
