@@ -55,3 +55,11 @@ def snapshot(root: Path) -> dict[str, object]:
             else:
                 out[rel] = p.read_bytes()
     return out
+
+
+def example_lab(root: Path, tasks: int = 3) -> Path:
+    """`trajlab examples` + `ingest` + `dag` through the CLI into ROOT/ex and ROOT/lab; returns the lab."""
+    assert run("examples", str(root / "ex"), "--tasks", str(tasks)).code == 0
+    assert run("ingest", str(root / "ex" / "runs"), "--out", str(root / "lab"), "-q", "-j", "1").code == 0
+    assert run("dag", str(root / "lab"), "-q").code == 0
+    return root / "lab"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cli_harness import fails, run, snapshot
+from cli_harness import example_lab, fails, run, snapshot
 
 from trajlab.store import Lab
 
@@ -31,11 +31,7 @@ COUNT_STEPS = "select count(*) as n from steps"
 
 @pytest.fixture(scope="module")
 def base_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("damaged")
-    assert run("examples", str(root / "ex"), "--tasks", "3").code == 0
-    assert run("ingest", str(root / "ex" / "runs"), "--out", str(root / "lab"), "-q", "-j", "1").code == 0
-    assert run("dag", str(root / "lab"), "-q").code == 0
-    return root / "lab"
+    return example_lab(tmp_path_factory.mktemp("damaged"))
 
 
 @pytest.fixture()

@@ -12,15 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_harness import fails, run, snapshot
+from cli_harness import example_lab, fails, run, snapshot
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("outpaths")
-    assert run("examples", str(root / "ex"), "--tasks", "3").code == 0
-    assert run("ingest", str(root / "ex" / "runs"), "--out", str(root / "lab"), "-q", "-j", "1").code == 0
-    assert run("dag", str(root / "lab"), "-q").code == 0
+    example_lab(root)
     return root
 
 
