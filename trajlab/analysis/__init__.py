@@ -31,7 +31,7 @@ from ._catalog import (
 from ._gaps import gaps, gaps_schema
 from ._materialize import AUTO_MATERIALIZE_CALLS, ToolUsageFile, refresh_tool_usage, tool_usage_rows
 from ._result import MISSING_HINTS, AnalysisResult, missing_hint, read_metadata
-from ._run import LabFacts, connection, lab_facts, run_analysis, run_sql
+from ._run import LABEL_TABLES, LabFacts, connection, lab_facts, run_analysis, run_sql
 from ._stats import CORRECTIONS, TESTS, adjust_pvalues
 from ._usage import TOOL_USAGE_DIR, ToolUsage, tool_usage_current
 
@@ -53,6 +53,7 @@ __all__ = [
     "COUNT_SOURCES",
     "FAILURE_SOURCES",
     "GROUP_COLUMNS",
+    "LABEL_TABLES",
     "MISSING_HINTS",
     "TESTS",
     "TOOL_KEYS",

@@ -38,7 +38,9 @@ LABEL_TABLES: dict[str, str] = {
 }
 
 _CACHE_SIZE = 4
-_cache: OrderedDict[tuple[str, int], tuple[duckdb.DuckDBPyConnection, dict[str, Any]]] = OrderedDict()
+_cache: OrderedDict[tuple[str, int, frozenset[str]], tuple[duckdb.DuckDBPyConnection, dict[str, Any]]] = (
+    OrderedDict()
+)
 _cache_lock = threading.Lock()
 
 
@@ -47,7 +49,7 @@ def open_lab(lab: LabLike) -> Lab:
 
 
 def _base(lab: Lab) -> tuple[duckdb.DuckDBPyConnection, dict[str, Any]]:
-    key = (str(lab.root), lab.generation)
+    key = (str(lab.root), lab.generation, lab.hidden)  # a view hiding tables must not share a connection
     materialized = current_usage_files(lab)
     with _cache_lock:
         hit = _cache.get(key)

@@ -23,6 +23,7 @@ from ..store import fetch_arrow, run_readonly
 from ._components import data_table, details, message, problems_message
 from ._page_runs import runs_layout
 from ._review import annotation_problems, live_agreement
+from ._source import BLIND_NOTE, BLIND_TABLES
 from ._spec import (
     PARAM,
     AgreementPanel,
@@ -93,7 +94,7 @@ def page_layout(ctx: DashContext, page: PageSpec) -> html.Div:
                 html.Div(dcc.Markdown(panel.text, dangerously_allow_html=False), className="panel markdown")
             )
         else:
-            panels.append(_lazy_panel(page, i, panel))
+            panels.append(_lazy_panel(page, i, panel, ctx.blind))
     return html.Div(
         [
             html.H2(page.title),
@@ -107,11 +108,25 @@ def page_layout(ctx: DashContext, page: PageSpec) -> html.Div:
     )
 
 
-def _lazy_panel(page: PageSpec, i: int, panel: Any) -> html.Div:
+def _blind_choices(opt: str, choices: list[Any]) -> list[Any]:
+    """A blind reviewer is not offered label sources that are hidden (the judge's, the classifier's)."""
+    from ..analysis import LABEL_TABLES
+
+    if opt != "source":
+        return choices
+    kept = [c for c in choices if LABEL_TABLES.get(str(c)) not in BLIND_TABLES]
+    return kept or choices
+
+
+def _lazy_panel(page: PageSpec, i: int, panel: Any, blind: bool = False) -> html.Div:
     controls = []
     if isinstance(panel, FigurePanel):
         for opt, choices in panel.controls.items():
+            if blind:
+                choices = _blind_choices(opt, choices)
             default = panel.options.get(opt, choices[0])
+            if blind and default not in choices:
+                default = choices[0]
             controls.append(
                 html.Div(
                     [
@@ -221,10 +236,12 @@ def figure_body(ctx: DashContext, panel: FigurePanel, controls: dict[str, Any]) 
         options[k] = _option_value(v, options.get(k, panel.controls[k][0]))
     snap = ctx.source.snapshot()
     key = ("figure", panel.figure, repr(sorted(options.items())))
-    res = snap.cached(key, lambda: FIGURES[panel.figure](ctx.source.lab, width="screen", **options), size=64)
+    res = snap.cached(key, lambda: FIGURES[panel.figure](snap.shown, width="screen", **options), size=64)
     out: list[Any] = []
     if res.skipped:
         out.append(message(f"not available: {res.skipped}", "warn"))
+        if ctx.blind:
+            out.append(html.Div(BLIND_NOTE, className="hint"))
     else:
         fig = res.figure
         fig.update_layout(autosize=True, height=max(380, int(fig.layout.height or 0)), width=None)
@@ -261,7 +278,7 @@ def analysis_body(ctx: DashContext, panel: AnalysisPanel) -> Any:
         kwargs["progress"] = False
     snap = ctx.source.snapshot()
     res = snap.cached(
-        ("analysis", panel.analysis, repr(sorted(kwargs.items()))), lambda: fn(ctx.source.lab, **kwargs)
+        ("analysis", panel.analysis, repr(sorted(kwargs.items()))), lambda: fn(snap.shown, **kwargs)
     )
     out: list[Any] = []
     for m in res.missing:

@@ -101,6 +101,14 @@ BLIND_HIDDEN = (
 (the Failures page's judge columns, a SQL panel over `runs`) shows a blind reviewer what the judge said."""
 
 
+BLIND_TABLES = ("judge_labels", "predicted_labels")
+"""What a blind reviewer's figures, analyses and SQL panels read as empty (`Lab.hiding`): the judges' labels
+and the classifier's predictions, whose counts per category would show what the judge said."""
+BLIND_NOTE = (
+    "Blind review: the judges' labels and the classifier's predictions are hidden from this dashboard."
+)
+
+
 def _runs_view(blind: bool) -> str:
     if blind:  # judge and classifier labels stay hidden from a blind reviewer
         return RUNS_VIEW_SQL.format(hidden=BLIND_HIDDEN, judged="", judged_source="")
@@ -120,6 +128,8 @@ class Snapshot:
     generation: int
     con: duckdb.DuckDBPyConnection
     built_s: float
+    shown: Lab
+    """The lab the panels read: in blind mode a view with `BLIND_TABLES` hidden, at this generation."""
     facets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     human_signature: tuple[Any, ...] = ()
     cache: OrderedDict[Hashable, Any] = field(default_factory=OrderedDict)
@@ -235,9 +245,10 @@ class LabSource:
 
     def _build(self) -> Snapshot:
         t0 = time.perf_counter()
-        con = self.lab.connect()
+        shown = self.lab.hiding(BLIND_TABLES) if self.blind else self.lab
+        con = shown.connect()
         con.execute(RUNS_BASE_SQL, {"taxonomy": self.taxonomy.id, "dataset": self.store.dataset})
-        snap = Snapshot(self.lab, self.lab.generation, con, 0.0)
+        snap = Snapshot(self.lab, self.lab.generation, con, 0.0, shown)
         self._load_human(snap, self._human_signature())
         snap.built_s = time.perf_counter() - t0
         return snap

@@ -64,6 +64,9 @@ def _unknown_table(name: str) -> pa.Schema:
 class Lab:
     """Read access to a lab, and the entry point for writes (`with lab.write(...) as txn`)."""
 
+    hidden: frozenset[str] = frozenset()
+    """Tables this object reads as absent (`hiding`); caches keyed by lab and generation include it."""
+
     def __init__(self, root: Path, manifest: Manifest):
         self.root = root
         self.manifest = manifest
@@ -125,6 +128,13 @@ class Lab:
     def refresh(self) -> Lab:
         self.manifest = read_manifest(self.root)
         return self
+
+    def hiding(self, tables: Iterable[str]) -> Lab:
+        """This lab at its current generation with `tables` read as absent (empty), e.g. the judge's
+        labels for a blind reviewer; the view cannot write. See `trajlab.store._hidden`."""
+        from ._hidden import HidingLab
+
+        return HidingLab(self.root, self.manifest, tables)
 
     # -- reading ---------------------------------------------------------------------------------
 
