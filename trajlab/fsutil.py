@@ -60,9 +60,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.errno is not None:
+            # a failed write or fsync names no file ("[Errno 28] No space left on device"): name it
+            raise OSError(e.errno, e.strerror or str(e), str(p)) from e
         raise
     fsync_dir(p.parent)
     return p

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from trajlab.errors import LabError
 from trajlab.ingest import ingest
 from trajlab.store import Lab, query
 
@@ -60,7 +61,7 @@ def test_a_failing_batch_write_fails_the_ingest_and_commits_nothing(
         real(path)
 
     monkeypatch.setattr(worker, "fsync_file", fsync)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(LabError, match="lab: No space left on device; the 'ingest' write was rolled back"):
         ingest([runs], tmp_path / "lab", workers=1, progress=False)
     lab = Lab.open(tmp_path / "lab")
     assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 0}]

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from trajlab.errors import LabError
 from trajlab.store import Lab, _publish
 from trajlab.store import _lab as lab_module
 
@@ -166,3 +167,33 @@ def test_a_manifest_left_half_written_by_a_killed_writer_is_removed(tmp_path: Pa
     with Lab.open(lab.root).exclusive():
         pass
     assert sorted(fresh.read("quarantine").column("source_path").to_pylist()) == ["later0", "old0", "old1"]
+
+
+def test_a_lab_whose_creation_was_killed_before_its_manifest_can_be_created_again(tmp_path: Path) -> None:
+    """Killed while `Lab.create` writes the first lab.json: the folder holds the lock file and the
+    temporary manifest, which is no reason to call it a non-empty folder that is not a lab."""
+    root = tmp_path / "lab"
+    code = textwrap.dedent(
+        f"""
+        import os, signal
+        from trajlab.store import Lab
+        real_replace = os.replace
+        def replace(src, dst, *a, **k):
+            if str(dst).endswith("lab.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_replace(src, dst, *a, **k)
+        os.replace = replace
+        Lab.open({str(root)!r}, create=True)
+        """
+    )
+    rc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode
+    assert rc == -signal.SIGKILL
+    assert not (root / "lab.json").exists() and list(root.glob(".lab.json.*.tmp"))
+    lab = Lab.open(root, create=True)
+    assert lab.generation == 0 and (root / "lab.json").exists()
+    assert sorted(os.listdir(root)) == [".lock", "lab.json"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    with pytest.raises(LabError, match="not empty"):  # a folder holding anything else is still refused
+        Lab.open(other, create=True)

@@ -15,6 +15,7 @@ generation intact, and the next writer removes the leftovers.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -46,11 +47,12 @@ from ._manifest import (
     write_manifest,
 )
 from ._migrations import apply_migrations, pending_migrations
-from ._parts import PartWriter, conform, new_part_name, parquet_options
+from ._parts import PartWriter, conform, naming_the_file, new_part_name, parquet_options
 
 STAGING = _publish.STAGING
 LOCK_NAME = ".lock"
 LOCK_WAIT_ENV = "TRAJLAB_LOCK_WAIT"
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})  # a full disk, or the user's quota used up
 
 
 def table_schema(name: str) -> pa.Schema:
@@ -111,7 +113,7 @@ class Lab:
         root = Path(path).expanduser().absolute()
         if root.exists() and not root.is_dir():
             raise LabError(f"{root}: is a file, not a lab folder")
-        if root.exists() and any(root.iterdir()) and not (root / MANIFEST_NAME).exists():
+        if root.exists() and not (root / MANIFEST_NAME).exists() and not _unfinished_lab(root):
             raise LabError(f"{root}: folder exists and is not empty; refusing to turn it into a lab")
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -120,9 +122,16 @@ class Lab:
         with _lock(root):
             if (root / MANIFEST_NAME).exists():
                 return cls(root, read_manifest(root))
+            for name in os.listdir(root):  # a creation that died or failed before lab.json was in place
+                if _publish.is_manifest_tmp(name):
+                    (root / name).unlink(missing_ok=True)
             now = utcnow().isoformat()
             m = Manifest(created_at=now, updated_at=now, trajlab_version=__version__)
-            write_manifest(root, m)
+            try:
+                write_manifest(root, m)
+            except OSError as e:
+                why = os.strerror(e.errno) if e.errno else str(e)
+                raise LabError(f"{root}: cannot create the lab ({why}: {e.filename or MANIFEST_NAME})") from e
         return cls(root, m)
 
     def refresh(self) -> Lab:
@@ -249,13 +258,16 @@ class Lab:
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
             _publish.recover(self.root, self.manifest, list(TABLES))
-            txn = Transaction(self, operation)
+            txn: Transaction | None = None
             try:
+                txn = Transaction(self, operation)
                 yield txn
                 txn.commit()
-            except BaseException:
-                if not txn.done:
+            except BaseException as e:
+                if txn is not None and not txn.done:
                     txn.abort()
+                if isinstance(e, OSError) and e.errno in NO_SPACE:
+                    raise _no_space(self, operation, txn, e) from e
                 raise
 
     def append(
@@ -326,10 +338,12 @@ class Transaction:
         self._cleared.add(table)
 
     def abort(self) -> None:
-        for w in self._writers.values():
-            w.abort()
-        shutil.rmtree(self.staging_dir, ignore_errors=True)
-        self.done = True
+        try:
+            for w in self._writers.values():
+                w.abort()
+        finally:
+            shutil.rmtree(self.staging_dir, ignore_errors=True)
+            self.done = True
 
     # -- commit ----------------------------------------------------------------------------------
 
@@ -442,15 +456,26 @@ class Transaction:
             return None
         path = self.lab.root / part.path
         try:
-            return self._delete_rows(table, path, part, specs, schema)
+            kept = self._kept_rows(table, path, part, specs, schema)
         except FileNotFoundError:
             raise LabError(f"{path}: part of table {table!r} listed in lab.json is missing") from None
         except (OSError, pa.ArrowException) as e:
             raise LabError(f"{path}: part of table {table!r} is unreadable ({e})") from None
+        if kept is None:
+            return None
+        if kept.num_rows == 0:
+            return (None, 0)
+        # (a failure here is a write failure, a full disk say, not a damaged part)
+        out = self.staging_dir / table / new_part_name(self.generation)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with naming_the_file(out):
+            pq.write_table(kept, out, **parquet_options(schema))
+        return (out, kept.num_rows)
 
-    def _delete_rows(
+    def _kept_rows(
         self, table: str, path: Path, part: PartEntry, specs: list[tuple[str, set[Any]]], schema: pa.Schema
-    ) -> tuple[Path | None, int] | None:
+    ) -> pa.Table | None:
+        """The part's rows that survive the deletes; None if none of them is deleted."""
         pf = pq.ParquetFile(path)
         present = set(pf.schema_arrow.names)
         mask = None
@@ -469,12 +494,8 @@ class Transaction:
         if n_del == 0:
             return None
         if n_del == part.rows:
-            return (None, 0)
-        out = self.staging_dir / table / new_part_name(self.generation)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        kept = conform(pf.read(), schema).filter(pc.invert(mask))
-        pq.write_table(kept, out, **parquet_options(schema))
-        return (out, kept.num_rows)
+            return schema.empty_table()
+        return conform(pf.read(), schema).filter(pc.invert(mask))
 
 
 # -- locking and recovery ------------------------------------------------------------------------
@@ -549,6 +570,31 @@ def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _no_space(lab: Lab, operation: str, txn: Transaction | None, e: OSError) -> LabError:
+    """The one-line error for a write that ran out of disk space: which lab and file, and what the
+    lab holds now (the failed transaction was rolled back unless its manifest was already in place)."""
+    where = ""
+    if e.filename:
+        f = Path(os.fsdecode(e.filename))
+        with suppress(ValueError):
+            f = f.relative_to(lab.root)
+        where = f" (writing {f})"
+    if txn is not None and lab.manifest.generation == txn.generation:
+        state = f"the {operation!r} write was committed as generation {lab.generation}"
+    else:
+        state = f"the {operation!r} write was rolled back (the lab is as before it, at generation {lab.generation})"
+    return LabError(
+        f"{lab.root}: {os.strerror(e.errno or errno.ENOSPC)}{where}; {state}; "
+        "free some space and run the command again"
+    )
+
+
+def _unfinished_lab(root: Path) -> bool:
+    """A folder holding only what a creation that died or failed before writing lab.json leaves: its
+    lock file and a temporary manifest (an empty folder too)."""
+    return all(n == LOCK_NAME or _publish.is_manifest_tmp(n) for n in os.listdir(root))
 
 
 def _unreadable(root: Path, table: str, e: BaseException) -> LabError:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -146,10 +147,23 @@ def new_part_name(generation: int) -> str:
     return f"part-g{generation:06d}-{uuid.uuid4().hex[:12]}.parquet"
 
 
+@contextmanager
+def naming_the_file(path: Path | None) -> Iterator[None]:
+    """Re-raise an OSError that names no file (pyarrow's write errors: "[Errno 28] Error writing bytes
+    to file") as one naming `path`, with the same errno, so that the message says which file."""
+    try:
+        yield
+    except OSError as e:
+        if path is None or e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+
+
 def fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming_the_file(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -231,10 +245,12 @@ class PartWriter:
         if self._writer is None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._path = self.folder / new_part_name(self.generation)
-            self._writer = pq.ParquetWriter(self._path, self.schema, **self.options)
+            with naming_the_file(self._path):
+                self._writer = pq.ParquetWriter(self._path, self.schema, **self.options)
             self._part_rows = 0
             self._part_bytes = 0
-        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        with naming_the_file(self._path):
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self._part_rows += table.num_rows
         self._part_bytes += nbytes
         self.rows_written += table.num_rows
@@ -243,8 +259,9 @@ class PartWriter:
 
     def _close_part(self) -> None:
         if self._writer is not None:
-            self._writer.close()
             assert self._path is not None
+            with naming_the_file(self._path):
+                self._writer.close()
             self.parts.append((self._path, self._part_rows))
             self._writer = None
             self._path = None
@@ -255,9 +272,12 @@ class PartWriter:
         return self.parts
 
     def abort(self) -> None:
+        """Drop everything written so far. Never raises for the file being written: closing it writes
+        its footer, which fails again on a full disk, and the abort must still remove the files."""
         self._rows, self._tables = [], []
         if self._writer is not None:
-            self._writer.close()
+            with suppress(OSError, pa.ArrowException):
+                self._writer.close()
             self._writer = None
         for p, _ in self.parts:
             p.unlink(missing_ok=True)

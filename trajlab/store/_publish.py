@@ -112,11 +112,14 @@ def discard(root: Path, plans: list[TablePlan]) -> None:
         shutil.rmtree(gen_dir(root, plan.table, plan.generation), ignore_errors=True)
 
 
+def is_manifest_tmp(name: str) -> bool:
+    """A temporary file of a manifest being written (`atomic_write_text`), in the lab root."""
+    return name.startswith(MANIFEST_TMP_PREFIX) and name.endswith(".tmp")
+
+
 def _is_leftover(name: str) -> bool:
     """A temporary file of a dead writer in the lab root: a symlink or a manifest being replaced."""
-    return name.startswith(".") and (
-        ".link-" in name or (name.startswith(MANIFEST_TMP_PREFIX) and name.endswith(".tmp"))
-    )
+    return name.startswith(".") and (".link-" in name or is_manifest_tmp(name))
 
 
 def needs_recovery(root: Path, manifest: Manifest, tables: list[str]) -> bool:
