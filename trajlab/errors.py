@@ -15,6 +15,10 @@ class LabLockedError(LabError):
     """Another process is writing to the lab."""
 
 
+class WorkerDiedError(TrajlabError):
+    """A worker process died (killed by a signal, e.g. by the out-of-memory killer) in the middle of a job."""
+
+
 class SchemaError(TrajlabError):
     """Rows do not match a table's schema."""
 
@@ -58,4 +62,5 @@ __all__ = [
     "QueryError",
     "SchemaError",
     "TrajlabError",
+    "WorkerDiedError",
 ]

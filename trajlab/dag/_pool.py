@@ -106,7 +106,12 @@ def run_tasks(
     batch_size: int = 16_384,
 ) -> Iterator[TaskResult]:
     """Results in task order. Every task is submitted at once (a task is a few ids and row group
-    numbers, a result a few part paths), so a slow task never leaves a worker idle."""
+    numbers, a result a few part paths), so a slow task never leaves a worker idle.
+
+    If anything fails (a task, the caller, Ctrl-C), the tasks not started are cancelled and the
+    running ones are waited for before the error goes on: the transaction then removes its staging
+    folder, and no worker may still be writing into it (it would leave part files behind). The pool
+    is not usable afterwards."""
     if pool is None or len(tasks) <= 1:
         for task in tasks:
             yield run_task(task, folder, generation, batch_size)
@@ -118,6 +123,5 @@ def run_tasks(
         while futures:
             yield futures.popleft().result()
     except BaseException:
-        for f in futures:
-            f.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from ..batching import consecutive_groups
-from ..errors import LabError
+from ..errors import LabError, WorkerDiedError
 from ..gcutil import fewer_gc_passes
 from ..store import Lab
 from ._build import build_dag
@@ -199,9 +200,13 @@ def build_lab(
                         ids += [*empty, *stale]
                     for table in DAG_TABLES:
                         txn.delete(table, "trajectory_id", ids)
-                    for result in run_tasks(group, txn.staging_dir, txn.generation, pool, batch_size):
-                        _absorb(txn, done, result)
-                        bar.update(sum(b[1] for b in result.built))
+                    results = run_tasks(group, txn.staging_dir, txn.generation, pool, batch_size)
+                    try:
+                        for result in results:
+                            _absorb(txn, done, result)
+                            bar.update(sum(b[1] for b in result.built))
+                    finally:
+                        results.close()  # on an error: no worker writes into staging any more
                     if last and empty:  # a trajectory without steps still gets its (empty) DAG
                         writers = dag_writers(txn.staging_dir / "no-steps", txn.generation)
                         with fewer_gc_passes(GC_THRESHOLD):
@@ -219,6 +224,17 @@ def build_lab(
         report.seconds = time.perf_counter() - t0
         report.generation = lab.refresh().generation
         raise DagInterrupted(report) from None
+    except BrokenProcessPool:
+        kept = (
+            f"the {report.built} DAGs of the {report.commits} transaction(s) this run committed are kept"
+            if report.commits
+            else "this run committed nothing"
+        )
+        raise WorkerDiedError(
+            f"{lab.root}: a DAG worker process died (killed by a signal, or out of memory?); the "
+            f"transaction in flight was rolled back and the lab is at generation {lab.refresh().generation} "
+            f"({kept}); run `trajlab dag {lab.root}` again to build the rest"
+        ) from None
     finally:
         bar.close()
     report.seconds = time.perf_counter() - t0

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..batching import consecutive_groups
+from ..errors import WorkerDiedError
 from ..formats import SourceUnit, describe_json_error, get_adapter, loads_lenient
 from ..store import Lab, Transaction
 from ._discover import discover
@@ -68,9 +71,11 @@ def _chunks(
     return consecutive_groups(batches, lambda b: sum(sizes[str(u.primary)] for u in b), limit)
 
 
-def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> Any:
+def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> ProcessPoolExecutor:
     """Worker processes. `fork` where it is safe and cheap (Linux, Python < 3.12: pyarrow and xxhash
-    re-initialise after fork); `forkserver` elsewhere, which pays one import of the worker module."""
+    re-initialise after fork); `forkserver` elsewhere, which pays one import of the worker module.
+    (A ProcessPoolExecutor, not a multiprocessing.Pool: when a worker dies, a Pool replaces it and
+    waits forever for the batch it lost; the executor fails every batch with BrokenProcessPool.)"""
     methods = mp.get_all_start_methods()
     if "fork" in methods and sys.version_info < (3, 12):
         ctx = mp.get_context("fork")
@@ -79,7 +84,22 @@ def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> Any:
         ctx.set_forkserver_preload(["trajlab.ingest._worker"])
     else:
         ctx = mp.get_context("spawn")
-    return ctx.Pool(n_workers, initializer=init_worker, initargs=(defaults, meta))
+    return ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=init_worker, initargs=(defaults, meta))
+
+
+def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Iterator[BatchResult]:
+    """`parse_batch` of every job in the workers, results as they finish. If anything fails (a batch,
+    the caller, Ctrl-C), the batches not started are cancelled and the running ones are waited for
+    before the error goes on: the transaction then removes its staging folder, and no worker may
+    still be writing into it (it would leave part files behind). A dead worker has the pool kill
+    the others; shutting down waits for that too."""
+    futures: list[Future[BatchResult]] = [pool.submit(parse_batch, job) for job in jobs]
+    try:
+        for f in as_completed(futures):
+            yield f.result()
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
 
 
 def ingest(
@@ -133,10 +153,13 @@ def ingest(
                     if i == 0:
                         _record_bookkeeping(txn, plan, report)
                     jobs = [(b, str(txn.staging_dir), txn.generation) for b in chunk]
-                    results = pool.imap_unordered(parse_batch, jobs) if pool else parse_batches_inline(jobs)
-                    for br in results:
-                        _absorb(txn, br, plan, report)
-                        bar.update(br.bytes)
+                    results = _pooled(pool, jobs) if pool else parse_batches_inline(jobs)
+                    try:
+                        for br in results:
+                            _absorb(txn, br, plan, report)
+                            bar.update(br.bytes)
+                    finally:
+                        results.close()  # on an error: no worker writes into staging any more
                     txn.summary["ingest"] = {"units": sum(len(b) for b in chunk)}
                 report.commits += 1
                 committed_units += sum(len(b) for b in chunk)
@@ -145,10 +168,21 @@ def ingest(
             raise IngestInterrupted(
                 lab.root, report.commits, committed_units, committed_bytes, total_bytes
             ) from None
+        except BrokenProcessPool:
+            kept = (
+                f"the {report.commits} transaction(s) this run committed are kept: {committed_units} files, "
+                f"{committed_bytes / 1e6:,.1f} of {total_bytes / 1e6:,.1f} MB"
+                if report.commits
+                else "this run committed nothing"
+            )
+            raise WorkerDiedError(
+                f"{lab.root}: an ingest worker process died (killed by a signal, or out of memory?); the "
+                f"transaction in flight was rolled back and the lab is at generation {lab.refresh().generation} "
+                f"({kept}); run the same command again to ingest the rest (files already ingested are skipped)"
+            ) from None
         finally:
             if pool is not None:
-                pool.close()
-                pool.join()
+                pool.shutdown(wait=True, cancel_futures=True)
             bar.close()
     report.bytes = total_bytes
     report.seconds = time.perf_counter() - t0

@@ -1,0 +1,194 @@
+"""`trajlab ingest -j 2` when something fails under it: a full disk, a batch failing while another
+worker still writes, a worker killed. Each is a one-line error, the lab stays at a committed
+generation with nothing left in staging, no worker outlives the command, and running the command
+again gives the same lab as an ingest that never failed."""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tmpfs import fill, tmpfs
+
+import trajlab.ingest._run as ingest_run
+import trajlab.ingest._worker as ingest_worker
+from trajlab.cli import cli
+from trajlab.examples import generate_examples
+from trajlab.ingest import ingest
+from trajlab.store import Lab, query
+
+FORKED = "fork" in mp.get_all_start_methods() and sys.version_info < (3, 12)
+needs_fork = pytest.mark.skipif(
+    not FORKED, reason="the workers must be forked to inherit the patch that makes one of them fail"
+)
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("examples")
+    generate_examples(out / "set", n_tasks=3, runs_per_task=2, skill_runs=False, specials=False)
+    return out / "set" / "runs"
+
+
+@pytest.fixture(scope="module")
+def roomy(example_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
+    """The lab's content after an ingest that nothing interrupted."""
+    lab = tmp_path_factory.mktemp("roomy") / "lab"
+    ingest([example_runs], lab, workers=1, progress=False)
+    return content(lab)
+
+
+def content(lab: str | Path) -> dict[str, list]:
+    lab = Lab.open(lab)
+    return {
+        "trajectories": query(
+            lab, "select trajectory_id, n_steps, outcome from trajectories order by 1"
+        ).to_pylist(),
+        "steps": query(lab, "select trajectory_id, step_index, kind from steps order by 1, 2").to_pylist(),
+        "sources": query(
+            lab, "select source_path, status, records_seen, records_ingested from sources order by 1"
+        ).to_pylist(),
+        "quarantine": query(lab, "select source_path, reason from quarantine order by 1, 2").to_pylist(),
+    }
+
+
+def staged(lab: Path) -> list[str]:
+    return [str(p.relative_to(lab)) for p in (lab / "_staging").rglob("*")]
+
+
+@pytest.fixture()
+def two_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker pool for these few small files, with the units spread over 4 batches."""
+    monkeypatch.setattr(ingest_run, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest_run, "_batches", lambda units, sizes, n: [units[i::4] for i in range(4)])
+
+
+def _cli_ingest(runs: Path, lab: Path):
+    return CliRunner().invoke(cli, ["ingest", str(runs), "--out", str(lab), "-q", "-j", "2"])
+
+
+def test_ingest_onto_a_full_disk_is_one_line_and_keeps_the_previous_generation(
+    example_runs: Path, roomy: dict, tmp_path: Path, two_workers: None
+) -> None:
+    with tmpfs(tmp_path / "fs", 4) as fs:
+        lab = fs / "lab"
+        first = _cli_ingest(example_runs / "codex", lab)  # generation 1: the Codex runs
+        assert first.exit_code == 0, first.output
+        before = content(lab)
+        assert Lab.open(lab).generation == 1 and before["trajectories"]
+        filler = fill(fs)
+        res = _cli_ingest(example_runs, lab)
+        assert res.exit_code == 1, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in res.output, res.output
+        assert lines[0].startswith(f"Error: {lab}: No space left on device"), lines[0]
+        assert "rolled back" in lines[0] and "generation 1" in lines[0]
+        assert Lab.open(lab).generation == 1 and content(lab) == before
+        assert staged(lab) == [] and not list(lab.glob(".lab.json.*"))
+        filler.unlink()
+        again = _cli_ingest(example_runs, lab)
+        assert again.exit_code == 0, again.output
+        assert content(lab) == roomy
+
+
+@needs_fork
+def test_a_batch_failing_while_another_worker_writes_leaves_nothing_in_staging(
+    example_runs: Path, roomy: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_workers: None
+) -> None:
+    """The first batch fails at once (its disk is full); the other worker is still parsing and then
+    writes its parts. The transaction is rolled back only once no worker writes into its staging."""
+    real = ingest_worker._parse_units
+
+    def parse_units(args):  # runs in the forked workers
+        if len(args[0]) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        time.sleep(1.0)
+        return real(args)
+
+    monkeypatch.setattr(ingest_run, "_batches", lambda units, sizes, n: [units[:1], units[1:]])
+    monkeypatch.setattr(ingest_worker, "_parse_units", parse_units)
+    lab = tmp_path / "lab"
+    res = _cli_ingest(example_runs, lab)
+    assert res.exit_code == 1
+    assert staged(lab) == []
+    assert "No space left on device" in res.output and "Traceback" not in res.output, res.output
+    monkeypatch.setattr(ingest_worker, "_parse_units", real)
+    assert _cli_ingest(example_runs, lab).exit_code == 0
+    assert content(lab) == roomy
+
+
+KILLED_WORKER = textwrap.dedent(
+    """
+    import os, signal, sys
+    import trajlab.ingest._run as run
+    import trajlab.ingest._worker as worker
+    from trajlab.cli import main
+    run.POOL_MIN_BYTES = 0
+    run._batches = lambda units, sizes, n: [units[:1], units[1:]]
+    real = worker._parse_units
+    def parse_units(args):  # in the forked workers: the one that gets the one-unit batch dies
+        if len(args[0]) == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(args)
+    worker._parse_units = parse_units
+    main(["ingest", sys.argv[1], "--out", sys.argv[2], "-q", "-j", "2"])
+    """
+)
+
+
+def _group_alive(pgid: int) -> list[int]:
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(p.name))
+    return pids
+
+
+@needs_fork
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find left-over workers")
+def test_a_killed_worker_is_a_clear_error_not_a_hang(example_runs: Path, roomy: dict, tmp_path: Path) -> None:
+    """kill -9 of one worker: a multiprocessing.Pool replaced it and waited forever for its batch."""
+    lab = tmp_path / "lab"
+    p = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WORKER, str(example_runs), str(lab)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail("ingest hung for 60 s after one of its workers was killed")
+    deadline = time.monotonic() + 10
+    while _group_alive(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _group_alive(p.pid)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "workers outlived the command"
+    assert p.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"Error: {lab}: an ingest worker process died"), lines[0]
+    assert "rolled back" in lines[0] and "run the same command again" in lines[0]
+    assert Lab.open(lab).generation == 0 and staged(lab) == []
+    ingest([example_runs], lab, workers=1, progress=False)
+    assert content(lab) == roomy
