@@ -27,7 +27,8 @@ def tmpfs(where: Path, size_mb: int) -> Iterator[Path]:
         text=True,
     )
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {r.stderr.strip() or r.returncode}")
+        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0]
+        pytest.skip(f"cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {why}")
     try:
         yield where
     finally:
