@@ -17,6 +17,7 @@ LAYER = {
     "__init__": 0,
     "fsutil": 0,
     "gcutil": 0,
+    "sigutil": 0,
     "batching": 0,
     "py": 0,
     "formats": 1,

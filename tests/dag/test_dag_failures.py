@@ -174,3 +174,33 @@ def test_a_killed_worker_is_a_worker_error_naming_the_lab(
     monkeypatch.setattr(dag_pool, "build_into", real)
     build_lab(lab, progress=False, workers=2)
     assert dag_tables(lab) == roomy
+
+
+CTRL_C_AT_FORK = """
+import functools, os, signal, sys
+import trajlab.cli.dag as dag_cli
+import trajlab.dag._store as dag_store
+from trajlab.cli import main
+from trajlab.dag import build_lab
+dag_store.POOL_MIN_STEPS, dag_store.TASK_STEPS = 0, 10
+dag_cli.build_lab = functools.partial(build_lab, workers=2)
+# Ctrl-C lands while the pool forks its workers (in the parent, right after each fork)
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+main(["dag", sys.argv[1], "-q"])
+"""
+
+
+@needs_fork
+def test_ctrl_c_while_the_workers_are_forked_is_not_lost(lab: Path) -> None:
+    """CPython drops a KeyboardInterrupt raised in an at-fork callback ("Exception ignored"): the
+    build went on to the end and exited 0. SIGINT is now held back while the workers are forked."""
+    import subprocess
+
+    g0 = Lab.open(lab).generation
+    p = subprocess.run(
+        [sys.executable, "-c", CTRL_C_AT_FORK, str(lab)], capture_output=True, text=True, timeout=120
+    )
+    out = p.stdout + p.stderr
+    assert p.returncode == 130, out
+    assert "interrupted:" in out and "Traceback" not in out and "Exception ignored" not in out
+    assert Lab.open(lab).generation == g0 and staged(lab) == [] and not Lab.open(lab).has("dag_nodes")

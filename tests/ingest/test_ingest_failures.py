@@ -192,3 +192,33 @@ def test_a_killed_worker_is_a_clear_error_not_a_hang(example_runs: Path, roomy: 
     assert Lab.open(lab).generation == 0 and staged(lab) == []
     ingest([example_runs], lab, workers=1, progress=False)
     assert content(lab) == roomy
+
+
+CTRL_C_AT_FORK = textwrap.dedent(
+    """
+    import os, signal, sys
+    import trajlab.ingest._run as run
+    from trajlab.cli import main
+    run.POOL_MIN_BYTES = 0
+    run._batches = lambda units, sizes, n: [units[i::4] for i in range(4)]
+    # Ctrl-C lands while the pool forks its workers (in the parent, right after each fork)
+    os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+    main(["ingest", sys.argv[1], "--out", sys.argv[2], "-q", "-j", "2"])
+    """
+)
+
+
+@needs_fork
+def test_ctrl_c_while_the_workers_are_forked_is_not_lost(example_runs: Path, tmp_path: Path) -> None:
+    """CPython drops a KeyboardInterrupt raised in an at-fork callback ("Exception ignored"): the
+    ingest went on to the end and exited 0. SIGINT is now held back while the workers are forked."""
+    lab = tmp_path / "lab"
+    p = subprocess.run(
+        [sys.executable, "-c", CTRL_C_AT_FORK, str(example_runs), str(lab)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 130, p.stderr
+    assert "interrupted:" in p.stderr and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
+    assert Lab.open(lab).generation == 0 and staged(lab) == []

@@ -64,6 +64,11 @@ class LazyGroup(click.Group):
         except TrajlabError as e:
             click.echo(f"Error: {e}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt:
+            # Ctrl-C before a command's own handler (which says what was kept) is in place, e.g. while
+            # it plans: 130 as for any interrupted command, not click's "Aborted!" with status 1
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
         except Exception as e:
             # Last resort for a DuckDB error a library path did not wrap (e.g. a damaged Parquet page met
             # mid-query): the user gets DuckDB's message, not a traceback. duckdb is not imported here

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..gcutil import fewer_gc_passes
 from ..schema import TABLES, default_row
+from ..sigutil import deferred_sigint, ignore_sigint
 from ..store import PartWriter, table_schema
 from ._build import build_dag
 from ._scan import Task, grouped_steps
@@ -94,7 +95,9 @@ def task_pool(workers: int, n_tasks: int) -> Iterator[ProcessPoolExecutor | None
     if workers <= 1 or n_tasks <= 1:
         yield None
         return
-    with ProcessPoolExecutor(max_workers=min(workers, n_tasks), mp_context=_context()) as pool:
+    with ProcessPoolExecutor(
+        max_workers=min(workers, n_tasks), mp_context=_context(), initializer=ignore_sigint
+    ) as pool:
         yield pool
 
 
@@ -116,10 +119,10 @@ def run_tasks(
         for task in tasks:
             yield run_task(task, folder, generation, batch_size)
         return
-    futures: deque[Future[TaskResult]] = deque(
-        pool.submit(run_task, task, folder, generation, batch_size) for task in tasks
-    )
+    futures: deque[Future[TaskResult]] = deque()
     try:
+        with deferred_sigint():  # the first submit forks the workers (see trajlab.sigutil)
+            futures.extend(pool.submit(run_task, task, folder, generation, batch_size) for task in tasks)
         while futures:
             yield futures.popleft().result()
     except BaseException:

@@ -24,11 +24,19 @@ from tqdm import tqdm
 from ..batching import consecutive_groups
 from ..errors import WorkerDiedError
 from ..formats import SourceUnit, describe_json_error, get_adapter, loads_lenient
+from ..sigutil import deferred_sigint
 from ..store import Lab, Transaction
 from ._discover import discover
 from ._plan import Plan, fingerprint, make_plan
 from ._report import IngestReport
-from ._worker import RAW_KEEP_MAX, BatchResult, init_worker, parse_batch, parse_batches_inline
+from ._worker import (
+    RAW_KEEP_MAX,
+    BatchResult,
+    init_pool_worker,
+    init_worker,
+    parse_batch,
+    parse_batches_inline,
+)
 
 BATCH_BYTES = 48 << 20
 MIN_BATCH_BYTES = 1 << 20
@@ -84,7 +92,9 @@ def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> ProcessPoolExe
         ctx.set_forkserver_preload(["trajlab.ingest._worker"])
     else:
         ctx = mp.get_context("spawn")
-    return ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=init_worker, initargs=(defaults, meta))
+    return ProcessPoolExecutor(
+        n_workers, mp_context=ctx, initializer=init_pool_worker, initargs=(defaults, meta)
+    )
 
 
 def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Iterator[BatchResult]:
@@ -93,8 +103,10 @@ def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Iterator[BatchResult]
     before the error goes on: the transaction then removes its staging folder, and no worker may
     still be writing into it (it would leave part files behind). A dead worker has the pool kill
     the others; shutting down waits for that too."""
-    futures: list[Future[BatchResult]] = [pool.submit(parse_batch, job) for job in jobs]
+    futures: list[Future[BatchResult]] = []
     try:
+        with deferred_sigint():  # the first submit forks the workers (see trajlab.sigutil)
+            futures += [pool.submit(parse_batch, job) for job in jobs]
         for f in as_completed(futures):
             yield f.result()
     except BaseException:

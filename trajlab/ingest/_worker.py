@@ -27,6 +27,7 @@ from ..errors import SchemaError
 from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..gcutil import fewer_gc_passes
 from ..schema import DIGEST_ALGORITHM
+from ..sigutil import ignore_sigint
 from ..store import fsync_file
 from ._meta import MetaIndex, apply_meta
 from ._parts import CHUNK_STEPS, _convert_together, _UnitRows, _Writers
@@ -79,6 +80,12 @@ class BatchResult:
 
 # Set once per worker process by `init_worker` (so that big meta indexes are not sent with every job).
 _STATE: dict[str, Any] = {"defaults": {}, "meta": None}
+
+
+def init_pool_worker(defaults: dict[str, Any], meta: MetaIndex | None) -> None:
+    """`init_worker` in a worker process, which leaves Ctrl-C to the parent."""
+    ignore_sigint()
+    init_worker(defaults, meta)
 
 
 def init_worker(defaults: dict[str, Any], meta: MetaIndex | None) -> None:
