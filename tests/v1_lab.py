@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,3 +47,15 @@ def v1_copy(lab: Path, dest: Path) -> Path:
     manifest["schema_version"] = 1
     (dest / "lab.json").write_text(json.dumps(manifest, indent=1))
     return dest
+
+
+def rounded(v: Any) -> Any:
+    """Floats to 9 digits, in lists and dicts too: DuckDB sums doubles in a thread-dependent order, so
+    the last bits of an average change between two runs over the same lab."""
+    if isinstance(v, float):
+        return round(v, 9)
+    if isinstance(v, list):
+        return [rounded(x) for x in v]
+    if isinstance(v, dict):
+        return {k: rounded(x) for k, x in v.items()}
+    return v

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from cli_harness import example_lab, run
-from v1_lab import v1_copy
+from v1_lab import rounded, v1_copy
 
 from trajlab import analysis
 from trajlab.review import review_stage
@@ -25,16 +25,7 @@ def _rows(table: Any) -> list[str]:
     """Rows as sorted JSON (row order of a query without ORDER BY is not defined), floats to 9 digits
     (DuckDB sums doubles in a thread-dependent order: the last bits of an average can change)."""
 
-    def r(v: Any) -> Any:
-        if isinstance(v, float):
-            return round(v, 9)
-        if isinstance(v, list):
-            return [r(x) for x in v]
-        if isinstance(v, dict):
-            return {k: r(x) for k, x in v.items()}
-        return v
-
-    return sorted(json.dumps(r(row), sort_keys=True, default=str) for row in table.to_pylist())
+    return sorted(json.dumps(rounded(row), sort_keys=True, default=str) for row in table.to_pylist())
 
 
 def _results(lab: Lab) -> dict[str, list[str]]:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import plotly.utils
 import pytest
 from cli_harness import example_lab, run
-from v1_lab import v1_copy
+from v1_lab import rounded, v1_copy
 
 from trajlab.dashboard import check_pages, create_app
 from trajlab.dashboard._check import _panel
@@ -22,24 +21,13 @@ from trajlab.review import review_stage
 from trajlab.store import Lab, query
 
 
-def _rounded(v: Any) -> Any:
-    """Floats to 9 digits: DuckDB sums doubles in a thread-dependent order (an average's last bits vary)."""
-    if isinstance(v, float):
-        return round(v, 9)
-    if isinstance(v, list):
-        return [_rounded(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _rounded(x) for k, x in v.items()}
-    return v
-
-
 def _rendered(lab: Path, annotations: Path, blind: bool) -> dict[str, str]:
     app = create_app(lab, annotations=annotations, dataset="examples", reviewers=2, blind=blind)
     ctx = app.trajlab  # type: ignore[attr-defined]
 
     def js(tree: object) -> str:
         plain = json.loads(json.dumps(tree, cls=plotly.utils.PlotlyJSONEncoder).replace(str(lab), "LAB"))
-        return json.dumps(_rounded(plain), sort_keys=True)
+        return json.dumps(rounded(plain), sort_keys=True)
 
     checks = check_pages(ctx, trajectories=2)
     assert [c.line() for c in checks if not c.ok] == []

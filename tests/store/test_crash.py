@@ -134,29 +134,38 @@ def test_exclusive_repairs_a_writer_killed_after_the_manifest_switch(tmp_path: P
     assert sorted(p.name for p in (lab.root / ".gen" / "quarantine").iterdir()) == ["g000002"]
 
 
+KILL_AT_MANIFEST_SWITCH = """
+import os, signal
+from trajlab.store import Lab
+real_replace = os.replace
+def replace(src, dst, *a, **k):
+    if str(dst).endswith("lab.json"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_replace(src, dst, *a, **k)
+os.replace = replace
+"""
+
+
+def _killed_when_lab_json_is_replaced(body: str) -> None:
+    """Run `body` in a child that is killed (SIGKILL) as it renames a new lab.json into place: the
+    temporary manifest is complete, the rename not done."""
+    code = KILL_AT_MANIFEST_SWITCH + textwrap.dedent(body)
+    rc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode
+    assert rc == -signal.SIGKILL
+
+
 def test_a_manifest_left_half_written_by_a_killed_writer_is_removed(tmp_path: Path) -> None:
     lab = base_lab(tmp_path)
     # killed while the new lab.json is written: its temporary file is complete, the rename not done
-    code = textwrap.dedent(
+    _killed_when_lab_json_is_replaced(
         f"""
-        import os, signal
         from datetime import datetime, timezone
-        import trajlab.fsutil as fsutil
-        from trajlab.store import Lab
-        real_replace = os.replace
-        def replace(src, dst, *a, **k):
-            if str(dst).endswith("lab.json"):
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real_replace(src, dst, *a, **k)
-        os.replace = replace
         lab = Lab.open({str(lab.root)!r})
         now = datetime.now(timezone.utc)
         with lab.write("doomed") as txn:
             txn.append("quarantine", [{{"source_path": "new", "reason": "r", "error_type": "json", "ingested_at": now}}])
         """
     )
-    rc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode
-    assert rc == -signal.SIGKILL
     assert [p.name for p in lab.root.glob(".lab.json.*.tmp")]  # the dead writer's temporary manifest
     fresh = Lab.open(lab.root)
     assert fresh.generation == 1
@@ -173,21 +182,7 @@ def test_a_lab_whose_creation_was_killed_before_its_manifest_can_be_created_agai
     """Killed while `Lab.create` writes the first lab.json: the folder holds the lock file and the
     temporary manifest, which is no reason to call it a non-empty folder that is not a lab."""
     root = tmp_path / "lab"
-    code = textwrap.dedent(
-        f"""
-        import os, signal
-        from trajlab.store import Lab
-        real_replace = os.replace
-        def replace(src, dst, *a, **k):
-            if str(dst).endswith("lab.json"):
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real_replace(src, dst, *a, **k)
-        os.replace = replace
-        Lab.open({str(root)!r}, create=True)
-        """
-    )
-    rc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode
-    assert rc == -signal.SIGKILL
+    _killed_when_lab_json_is_replaced(f"Lab.open({str(root)!r}, create=True)")
     assert not (root / "lab.json").exists() and list(root.glob(".lab.json.*.tmp"))
     lab = Lab.open(root, create=True)
     assert lab.generation == 0 and (root / "lab.json").exists()
