@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -47,6 +48,18 @@ def _new_file_mode(p: Path) -> int:
         return 0o666 & ~_UMASK
 
 
+@contextlib.contextmanager
+def naming_the_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Re-raise an OSError that names no file (a failed write or fsync, pyarrow's "[Errno 28] Error
+    writing bytes to file") as one naming `path`, with the same errno, so the message says which file."""
+    try:
+        yield
+    except OSError as e:
+        if path is None or e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -55,17 +68,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         with contextlib.suppress(OSError):
             os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
+        with naming_the_file(p), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-    except BaseException as e:
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(e, OSError) and e.filename is None and e.errno is not None:
-            # a failed write or fsync names no file ("[Errno 28] No space left on device"): name it
-            raise OSError(e.errno, e.strerror or str(e), str(p)) from e
         raise
     fsync_dir(p.parent)
     return p

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import LabError, LabLockedError
+from ..fsutil import naming_the_file
 from ..schema import SCHEMA_VERSION, TABLES, arrow_schema, default_row
 from . import _publish
 from ._manifest import (
@@ -47,7 +48,7 @@ from ._manifest import (
     write_manifest,
 )
 from ._migrations import apply_migrations, pending_migrations
-from ._parts import PartWriter, conform, naming_the_file, new_part_name, parquet_options
+from ._parts import PartWriter, conform, new_part_name, parquet_options
 
 STAGING = _publish.STAGING
 LOCK_NAME = ".lock"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import SchemaError
+from ..fsutil import naming_the_file
 
 CONVERT_ROWS = 4096  # rows are converted to Arrow in chunks of this many
 ROW_GROUP_ROWS = 131_072
@@ -145,18 +146,6 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def new_part_name(generation: int) -> str:
     return f"part-g{generation:06d}-{uuid.uuid4().hex[:12]}.parquet"
-
-
-@contextmanager
-def naming_the_file(path: Path | None) -> Iterator[None]:
-    """Re-raise an OSError that names no file (pyarrow's write errors: "[Errno 28] Error writing bytes
-    to file") as one naming `path`, with the same errno, so that the message says which file."""
-    try:
-        yield
-    except OSError as e:
-        if path is None or e.filename is not None or e.errno is None:
-            raise
-        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
 
 def fsync_file(path: Path) -> None:
