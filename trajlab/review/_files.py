@@ -8,6 +8,7 @@ next append starts on a fresh line, and readers report the broken line with its 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -194,8 +195,10 @@ def os_error(path: Path, action: str, e: OSError, kind: str = "the annotation fi
     return InputFileError(str(path), f"cannot {action} {kind}: {why}{where}{tail}")
 
 
-def append_line(fd: int, line: str) -> None:
-    """Write one complete line at the end (starting a fresh line after a cut-off one) and fsync."""
+def append_line(fd: int, line: str, path: Path) -> None:
+    """Write one complete line at the end of `path` (open as `fd`; a fresh line after a cut-off one) and
+    fsync. A write that fails part-way (a full disk) is cut back off, so that no half line is left for
+    the next reader to report, and raised as an InputFileError naming the file."""
     data = line.encode("utf-8")
     if not data.endswith(b"\n"):
         data += b"\n"
@@ -203,7 +206,12 @@ def append_line(fd: int, line: str) -> None:
     if size and os.pread(fd, 1, size - 1) != b"\n":
         data = b"\n" + data
     view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-    os.fsync(fd)
+    try:
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise os_error(path, "write", e) from None

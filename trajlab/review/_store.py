@@ -178,13 +178,13 @@ class AnnotationStore:
                 for loc in effective_records(existing, [])
             }
             _check_append(rec, path, by_id, current)
-            append_line(fd, rec.to_line())
+            append_line(fd, rec.to_line(), path)
         return str(rec.record_id)
 
     def append_adjudication(self, record: AdjudicationRecord | Mapping[str, Any]) -> str:
         rec = _prepare(AdjudicationRecord, record)
         with locked(self.adjudications_path) as fd:
-            append_line(fd, rec.to_line())
+            append_line(fd, rec.to_line(), self.adjudications_path)
         return str(rec.record_id)
 
     def _scan(self, path: Path) -> list[Located[AnnotationRecord]]:
