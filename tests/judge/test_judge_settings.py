@@ -65,10 +65,30 @@ def test_client_honours_retry_after_and_caches(tmp_path, scripted_llm) -> None:
         "requests": 3,
         "retries": 2,
         "cache_hits": 1,
+        "cache_write_errors": 0,
         "prompt_tokens": comp.prompt_tokens,
         "completion_tokens": 20,
         "failures": 0,
     }
+
+
+def test_an_answer_the_cache_cannot_store_is_still_used(tmp_path, scripted_llm) -> None:
+    """A full disk under the response cache: the answer was paid for, so it is returned (and counted),
+    not lost in an OSError that stopped the judge run."""
+    from tmpfs import fill, tmpfs
+
+    srv = scripted_llm(script=[Reply('{"ok": 1}'), Reply('{"ok": 2}')])
+    s = LLMSettings(model="m", base_url=srv.base_url, backoff_s=0.01, max_retries=0)
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        (fs / "cache").mkdir()
+        fill(fs)
+        c = LLMClient(s, cache=ResponseCache(fs / "cache"), sleep=lambda s: None)
+        comp = c.chat([{"role": "user", "content": "hi"}], schema={"type": "object"})
+        assert comp.content == '{"ok": 1}' and not comp.cached
+        assert c.stats.cache_write_errors == 1
+        assert [p for p in (fs / "cache").rglob("*") if p.is_file()] == []  # no entry, no temporary file
+        again = c.chat([{"role": "user", "content": "hi"}], schema={"type": "object"})
+        assert again.content == '{"ok": 2}' and not again.cached and srv.n_requests == 2
 
 
 def test_client_gives_up_with_a_typed_error(scripted_llm) -> None:

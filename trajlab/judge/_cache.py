@@ -39,20 +39,30 @@ class ResponseCache:
             return None
         return data if isinstance(data, dict) else None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        """Atomic (temp file + rename) but not fsynced: losing an entry in a crash costs one request."""
+    def put(self, key: str, value: dict[str, Any]) -> bool:
+        """Atomic (temp file + rename) but not fsynced: losing an entry in a crash costs one request.
+
+        False when the entry cannot be written (a full disk, a read-only folder): the cache only saves
+        requests, so the answer it was given is still used and judging goes on."""
         p = self._path(key)
-        if key[:2] not in self._dirs:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(key[:2])
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=p.parent)
+        tmp: str | None = None
         try:
+            if key[:2] not in self._dirs:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                self._dirs.add(key[:2])
+            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=p.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(orjson.dumps(value))
             os.replace(tmp, p)
+        except OSError:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            return False
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise
+        return True
 
     def delete(self, key: str) -> None:
         """Forget one response (an answer that could not be used), so the next run asks again."""

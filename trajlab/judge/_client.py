@@ -54,6 +54,7 @@ class ClientStats:
     requests: int = 0
     retries: int = 0
     cache_hits: int = 0
+    cache_write_errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: int = 0
@@ -200,16 +201,16 @@ class LLMClient:
                 )
         comp = self._send(body, schema, name, max_tokens)
         if self.cache is not None and comp.finish_reason != "length":
-            self.cache.put(
-                key,
-                {
-                    "content": comp.content,
-                    "prompt_tokens": comp.prompt_tokens,
-                    "completion_tokens": comp.completion_tokens,
-                    "model": comp.model,
-                    "finish_reason": comp.finish_reason,
-                },
-            )
+            entry = {
+                "content": comp.content,
+                "prompt_tokens": comp.prompt_tokens,
+                "completion_tokens": comp.completion_tokens,
+                "model": comp.model,
+                "finish_reason": comp.finish_reason,
+            }
+            if not self.cache.put(key, entry):
+                with self._lock:
+                    self.stats.cache_write_errors += 1
         return comp
 
     # -- internals -------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ class JudgeRunReport:
     categories: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     cache_hits: int = 0
+    cache_write_errors: int = 0
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -106,6 +107,11 @@ class JudgeRunReport:
                 f"requests: {self.requests} sent ({self.retries} retries), {self.cache_hits} from cache; "
                 f"tokens: {self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion"
             )
+            if self.cache_write_errors:
+                lines.append(
+                    f"cache: {self.cache_write_errors} answers could not be written to the response cache "
+                    "(a full disk or a read-only folder?); they were used, and will be asked for again"
+                )
         if self.categories:
             lines.append("categories: " + ", ".join(f"{k}={v}" for k, v in self.categories.most_common()))
         if self.judge == "rules" and self.judged:
@@ -335,6 +341,7 @@ def judge_lab(
         report.requests = stats["requests"] - stats0["requests"]
         report.retries = stats["retries"] - stats0["retries"]
         report.cache_hits = stats["cache_hits"] - stats0["cache_hits"]
+        report.cache_write_errors = stats["cache_write_errors"] - stats0["cache_write_errors"]
         report.prompt_tokens = stats["prompt_tokens"] - stats0["prompt_tokens"]
         report.completion_tokens = stats["completion_tokens"] - stats0["completion_tokens"]
         report.seconds = time.perf_counter() - t0
