@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from procs import run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.dag._pool as dag_pool
@@ -194,12 +195,8 @@ main(["dag", sys.argv[1], "-q"])
 def test_ctrl_c_while_the_workers_are_forked_is_not_lost(lab: Path) -> None:
     """CPython drops a KeyboardInterrupt raised in an at-fork callback ("Exception ignored"): the
     build went on to the end and exited 0. SIGINT is now held back while the workers are forked."""
-    import subprocess
-
     g0 = Lab.open(lab).generation
-    p = subprocess.run(
-        [sys.executable, "-c", CTRL_C_AT_FORK, str(lab)], capture_output=True, text=True, timeout=120
-    )
+    p = run_group([sys.executable, "-c", CTRL_C_AT_FORK, str(lab)])
     out = p.stdout + p.stderr
     assert p.returncode == 130, out
     assert "interrupted:" in out and "Traceback" not in out and "Exception ignored" not in out

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from procs import run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.ingest._run as ingest_run
@@ -213,12 +214,7 @@ def test_ctrl_c_while_the_workers_are_forked_is_not_lost(example_runs: Path, tmp
     """CPython drops a KeyboardInterrupt raised in an at-fork callback ("Exception ignored"): the
     ingest went on to the end and exited 0. SIGINT is now held back while the workers are forked."""
     lab = tmp_path / "lab"
-    p = subprocess.run(
-        [sys.executable, "-c", CTRL_C_AT_FORK, str(example_runs), str(lab)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = run_group([sys.executable, "-c", CTRL_C_AT_FORK, str(example_runs), str(lab)])
     assert p.returncode == 130, p.stderr
     assert "interrupted:" in p.stderr and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
     assert Lab.open(lab).generation == 0 and staged(lab) == []
