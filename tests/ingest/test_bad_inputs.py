@@ -209,6 +209,7 @@ def _big_rollout(path: Path, good: bytes, cut: bool) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="measures peak memory from /proc")
 def test_a_single_100mb_output_line(tmp_path: Path, good: bytes) -> None:
     d = tmp_path / "in"
     d.mkdir()
@@ -217,11 +218,13 @@ def test_a_single_100mb_output_line(tmp_path: Path, good: bytes) -> None:
     # run in a child process so that its peak memory can be measured
     code = textwrap.dedent(
         f"""
-        import json, resource
+        import json
         from trajlab.ingest import ingest
         rep = ingest([{str(d)!r}], {str(tmp_path / "lab")!r}, workers=1, progress=False)
-        print(json.dumps({{"holds": rep.invariant_holds, "q": rep.records_quarantined,
-                          "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+        # VmHWM, the peak of this process's own memory: ru_maxrss survives exec, so in a child of a
+        # big pytest process it reported pytest's size (1.5 GB late in a full run; 0.7 GB is ingest's)
+        hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+        print(json.dumps({{"holds": rep.invariant_holds, "q": rep.records_quarantined, "rss_kb": hwm}}))
         """
     )
     out = subprocess.run(
@@ -229,7 +232,9 @@ def test_a_single_100mb_output_line(tmp_path: Path, good: bytes) -> None:
     )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["holds"] and res["q"] == 1
-    assert res["rss_kb"] < 1_500_000  # the 100 MB line is held a few times at most, never the whole input
+    assert (
+        res["rss_kb"] < 1_000_000
+    )  # the 100 MB line is held a few times (about 0.75 GB), never the whole input
     lab = Lab.open(tmp_path / "lab")
     got = query(
         lab,
