@@ -111,3 +111,18 @@ def test_dot_export_is_escaped() -> None:
             assert body.count('"') - body.count('\\"') >= 2  # quotes inside labels are escaped
     with pytest.raises(ConfigError, match="unknown export format"):
         export(r.dag(), "svg")
+
+
+def test_text_tree_has_no_terminal_controls_anywhere() -> None:
+    """Tool names come from the transcript too, and C1 controls (CSI U+009B, NEL U+0085) are escapes as
+    much as ESC is; bidi overrides would reorder what the tree shows."""
+    r = Run(tid="t_\x1b[31mred")
+    r.user("go \x9b31m now \u202eevil")
+    r.call("Evil\x1b[2JTool\x9b2J", {"x": 1}, "out \x9b2J \x85 \u202e done")
+    r._add("user", role="user", text="sub", agent_id="ag\x9b1m", depth=1, parent_step_index=1)
+    r.say("done")
+    text = render_text(r.dag(), r.steps)
+    bad = [c for c in text if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]
+    assert not bad, [hex(ord(c)) for c in bad]
+    assert "[U+202E]" in text  # shown, not obeyed
+    assert "evil [2jtool 2j" in text  # the tool, control characters removed

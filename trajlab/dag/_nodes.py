@@ -25,7 +25,8 @@ FINISH_TOOLS = words(
 BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
 DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
-_CTRL = {c: " " for c in [*range(0, 32), 127]}
+CONTROL_CHARS = {c: " " for c in [*range(0, 32), *range(127, 160)]}
+"""C0, DEL and C1 controls (U+009B is a CSI as much as ESC [ is): replaced by a space in labels."""
 _REJECTED = "Your changes have NOT been applied"
 """How SWE-agent ends the output of an edit it refused: the run goes on, the file is unchanged."""
 ROUTER_FAILURE_TOOLS = frozenset(["write_stdin", "exec_command"])
@@ -44,7 +45,7 @@ def clean_label(text: str | None, width: int = 80) -> str | None:
     cut = head.find("\n")
     line = (head if cut < 0 else head[:cut]).strip()
     if not line.isprintable():  # printable text has no control characters: nothing to replace
-        line = line.translate(_CTRL)
+        line = line.translate(CONTROL_CHARS)
     return line if len(line) <= width else line[: width - 1] + "…"
 
 

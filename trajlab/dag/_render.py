@@ -12,19 +12,18 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError
-from ..redact import redact
+from ..redact import bidi_visible, redact
 from ._model import StepDag
-from ._nodes import clean_label
+from ._nodes import CONTROL_CHARS, clean_label
 
 EXPORT_FORMATS = ("json", "graphml", "dot")
 _STATUS = {"ok": "ok", "error": "ERROR", "timeout": "TIMEOUT", "no-output": "no-output"}
-_CTRL = {c: " " for c in [*range(0, 32), 127]}
 
 
 def _safe(text: str | None, width: int) -> str:
     if not text:
         return ""
-    return redact(clean_label(text, width) or "")
+    return bidi_visible(redact(clean_label(text, width) or ""))
 
 
 def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_output: int = 120) -> str:
@@ -43,7 +42,7 @@ def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_out
         s["step_index"]: s.get("output") for s in steps or () if s.get("kind") in ("tool_call", "tool_result")
     }
     lines = [
-        f"trajectory {dag.trajectory_id}: {m.get('n_nodes', len(dag.nodes))} steps, {m.get('n_edges', len(dag.edges))} edges, "
+        f"trajectory {_safe(dag.trajectory_id, 80)}: {m.get('n_nodes', len(dag.nodes))} steps, {m.get('n_edges', len(dag.edges))} edges, "
         f"depth {m.get('depth')}, width {m.get('width')}, answer at step {m.get('answer_step')}",
         f"branches: {', '.join(m.get('branches') or []) or 'none'}; fed the answer: {', '.join(m.get('answer_branches') or []) or 'none'}; "
         f"merges at: {', '.join(map(str, m.get('merge_nodes') or [])) or 'none'}",
@@ -89,7 +88,7 @@ def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_out
         if i in preds:
             flags.append("<- " + ",".join(preds[i][:8]) + ("…" if len(preds[i]) > 8 else ""))
         who = "" if (n.get("agent_id") or "main") == root else f"[{_safe(n['agent_id'], 20)}] "
-        tool = f" {n['tool']}" if n.get("tool") else ""
+        tool = f" {_safe(n['tool'], 40)}" if n.get("tool") else ""
         lines.append(
             f"{indent}{bar}{i:>4} {_STATUS.get(n['status'], n['status']):<9} {n['kind']:<10} {n['modality']:<8}{tool} "
             f"{who}{_safe(n.get('label'), 90)}" + (f"   {' | '.join(flags)}" if flags else "")
@@ -201,7 +200,7 @@ _NODE_COLOR = {"ok": "white", "error": "mistyrose", "timeout": "moccasin", "no-o
 
 
 def _esc(text: str) -> str:
-    return text.translate(_CTRL).replace("\\", "\\\\").replace('"', '\\"')
+    return text.translate(CONTROL_CHARS).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _q(*lines: str) -> str:
