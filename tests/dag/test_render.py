@@ -126,3 +126,18 @@ def test_text_tree_has_no_terminal_controls_anywhere() -> None:
     assert not bad, [hex(ord(c)) for c in bad]
     assert "[U+202E]" in text  # shown, not obeyed
     assert "evil [2jtool 2j" in text  # the tool, control characters removed
+
+
+def test_exports_redact_what_nodes_produce_and_consume() -> None:
+    """A node's produces/consumes lists hold the URLs, paths and values of its edges: secrets too."""
+    r = Run()
+    r.user("fetch it")
+    r.bash(f"curl https://user:hunter2pass@example.com/data.json?api_key={SECRET} -o data.json", "saved")
+    r.bash("cat creds.txt", f"token {SECRET}")
+    r.say(f"The key is {SECRET}")
+    d = r.dag()
+    assert any(SECRET in x for n in d.nodes for x in (*n["produces"], *n["consumes"]))  # the input has them
+    for fmt in ("json", "graphml"):
+        text = export(d, fmt)
+        assert SECRET not in text and "hunter2pass" not in text, fmt
+        assert "[REDACTED:" in text

@@ -111,7 +111,15 @@ def _plain(v: Any) -> Any:
 
 
 def _redacted_nodes(dag: StepDag) -> list[dict[str, Any]]:
-    return [{**n, "label": redact(n["label"]) if n.get("label") else n.get("label")} for n in dag.nodes]
+    return [
+        {
+            **n,
+            "label": redact(n["label"]) if n.get("label") else n.get("label"),
+            "produces": [redact(x) for x in n.get("produces") or ()],
+            "consumes": [redact(x) for x in n.get("consumes") or ()],
+        }
+        for n in dag.nodes
+    ]
 
 
 def _redacted_candidates(dag: StepDag) -> list[dict[str, Any]]:
