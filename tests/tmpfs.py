@@ -16,13 +16,15 @@ import pytest
 
 
 @contextmanager
-def tmpfs(where: Path, size_mb: int) -> Iterator[Path]:
-    """Mount a tmpfs of `size_mb` MB at `where` (created); skips the test when mounting fails."""
+def tmpfs(where: Path, size_mb: int, inodes: int | None = None) -> Iterator[Path]:
+    """Mount a tmpfs of `size_mb` MB (and at most `inodes` files, folders and symlinks) at `where`
+    (created); skips the test when mounting fails."""
     where.mkdir(parents=True, exist_ok=True)
     if shutil.which("mount") is None:
         pytest.skip("no mount command: cannot make a small file system")
+    opts = f"size={size_mb}m" + (f",nr_inodes={inodes}" if inodes else "")
     r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)],
         capture_output=True,
         text=True,
     )
@@ -35,6 +37,25 @@ def tmpfs(where: Path, size_mb: int) -> Iterator[Path]:
         r = subprocess.run(["umount", str(where)], capture_output=True, text=True)
         if r.returncode != 0:  # still busy (a file left open): detach it, it goes once closed
             subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def read_only(fs: Path) -> None:
+    """Remount the tmpfs at `fs` read-only (root ignores permission bits, so chmod 555 would not do)."""
+    r = subprocess.run(["mount", "-o", "remount,ro", str(fs)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot remount {fs} read-only: {r.stderr.strip() or r.returncode}")
+
+
+def fill_inodes(fs: Path) -> list[Path]:
+    """Create empty files on `fs` until it has no free inode (a tmpfs mounted with `inodes`)."""
+    made: list[Path] = []
+    while True:
+        p = fs / f"inode-filler-{len(made)}"
+        try:
+            p.touch(exist_ok=False)
+        except OSError:
+            return made
+        made.append(p)
 
 
 def free_bytes(fs: Path) -> int:

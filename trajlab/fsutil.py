@@ -49,13 +49,14 @@ def _new_file_mode(p: Path) -> int:
 
 
 @contextlib.contextmanager
-def naming_the_file(path: str | os.PathLike[str] | None) -> Iterator[None]:
+def naming_the_file(path: str | os.PathLike[str] | None, always: bool = False) -> Iterator[None]:
     """Re-raise an OSError that names no file (a failed write or fsync, pyarrow's "[Errno 28] Error
-    writing bytes to file") as one naming `path`, with the same errno, so the message says which file."""
+    writing bytes to file") as one naming `path`, with the same errno, so the message says which file.
+    With `always`, one naming another file (a temporary one) is re-raised naming `path` too."""
     try:
         yield
     except OSError as e:
-        if path is None or e.filename is not None or e.errno is None:
+        if path is None or (e.filename is not None and not always) or e.errno is None:
             raise
         raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
@@ -64,7 +65,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     mode = _new_file_mode(p)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    with naming_the_file(p, always=True):  # not the temporary file's name, which the user never gave
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with contextlib.suppress(OSError):
             os.fchmod(fd, mode)

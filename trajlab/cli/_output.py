@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -67,3 +68,14 @@ def write_out(out: str | Path, write: Callable[[], T], lab: str | Path | None = 
     except (OSError, pa.ArrowException) as e:
         reason = why_unwritable(Path(out), e) if isinstance(e, OSError) else str(e)
         raise ConfigError(f"cannot write {out}: {reason}") from None
+
+
+@contextmanager
+def writing_into(folder: str | Path) -> Iterator[None]:
+    """An OSError while a command writes its files into `folder` (a full disk, a read-only file system)
+    becomes a one-line ConfigError naming the file (or folder) that could not be written."""
+    try:
+        yield
+    except OSError as e:
+        where = e.filename if isinstance(e.filename, str) else f"into {folder}"
+        raise ConfigError(f"cannot write {where}: {e.strerror or e}") from None

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from ._output import check_creatable, check_outside_lab
+from ._output import check_creatable, check_outside_lab, writing_into
 
 
 def _options(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -120,16 +120,17 @@ def figures_cmd(
         raise click.UsageError("give LAB and --out DIR (or --list)")
     fmts = _formats(formats, "pdf, png, svg")
     _out_dir(out, lab)
-    report = export_figures(
-        lab,
-        out,
-        formats=fmts,
-        only=_only(only),
-        progress=not no_progress,
-        width=width,
-        options=_options(options),
-        workers=workers,
-    )
+    with writing_into(out):
+        report = export_figures(
+            lab,
+            out,
+            formats=fmts,
+            only=_only(only),
+            progress=not no_progress,
+            width=width,
+            options=_options(options),
+            workers=workers,
+        )
     click.echo(report.format())
     if report.browser_missing:
         click.echo(f"Error: {report.browser_missing}", err=True)
@@ -160,13 +161,14 @@ def tables_cmd(
 
     fmts = _formats(formats, "latex, markdown")
     _out_dir(out, lab)
-    paths = export_tables(
-        lab,
-        out,
-        only=_only(only),
-        formats=fmts,
-        options=_options(options),
-    )
+    with writing_into(out):
+        paths = export_tables(
+            lab,
+            out,
+            only=_only(only),
+            formats=fmts,
+            options=_options(options),
+        )
     if as_json:
         click.echo(json.dumps([str(p) for p in paths]))
         return

@@ -1,0 +1,47 @@
+"""`trajlab figures` and `trajlab tables` into a full or read-only folder (a small tmpfs): a one-line
+error naming the file, exit status 1, no traceback, and the files of an earlier export left as they were."""
+
+from __future__ import annotations
+
+import pytest
+from cli_harness import fails, run, snapshot
+from tmpfs import fill, read_only, tmpfs
+
+from trajlab.figures import find_browser
+
+HAS_BROWSER = find_browser() is not None
+
+
+def test_tables_on_a_full_then_read_only_disk_name_the_file_and_keep_the_old_tables(fig_lab, tmp_path):
+    """Both were an OSError traceback (from the table writer, and from creating the folder)."""
+    lab = str(fig_lab.root)
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        out = fs / "tables"
+        assert run("tables", lab, "--out", str(out), "--only", "tool_gaps").code == 0
+        before = snapshot(out)
+        filler = fill(fs)
+        err = fails("tables", lab, "--out", str(out), "--only", "tool_gaps")
+        assert f"Error: cannot write {out}/tool_gaps." in err and "No space left on device" in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert snapshot(out) == before
+        filler.unlink()
+        read_only(fs)
+        err = fails("tables", lab, "--out", str(out), "--only", "tool_gaps")
+        assert f"Error: cannot write {out}/tool_gaps." in err and "Read-only file system" in err
+        err = fails("tables", lab, "--out", str(fs / "new"), "--only", "tool_gaps")
+        assert f"Error: cannot write {fs / 'new'}: Read-only file system" in err
+        assert snapshot(out) == before
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_figures_into_a_read_only_folder_name_the_folder(fig_lab, tmp_path):
+    if not HAS_BROWSER:
+        pytest.skip("no Chromium (apt-get install chromium)")
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        read_only(fs)
+        out = fs / "figs"
+        args = ("figures", str(fig_lab.root), "--out", str(out), "--only", "tool_gaps", "--no-progress")
+        err = fails(*args, "--format", "svg")
+        assert f"Error: cannot write {out}: Read-only file system" in err
+        assert not out.exists()
