@@ -141,3 +141,26 @@ def test_exports_redact_what_nodes_produce_and_consume() -> None:
         text = export(d, fmt)
         assert SECRET not in text and "hunter2pass" not in text, fmt
         assert "[REDACTED:" in text
+
+
+def test_a_secret_cut_by_a_label_is_not_shown_in_part() -> None:
+    """Labels and output lines are cut to a width; the start of a key left before the cut
+    (`sk-proj-A1b2C3…`) is too short for the redactor to recognize, so it must not be shown."""
+    r = Run()
+    r.user("go")
+    pad = "echo padding padding padding padding padding padding padding pad"
+    r.bash(f"{pad} {SECRET} && false", "failed", exit_code=1)  # an unrecovered error: a candidate
+    r.bash("cat log.txt", "y" * 100 + " " + SECRET)
+    r.say("done")
+    d = r.dag()
+    assert d.nodes[1]["label"].endswith("…") and SECRET[:12] in d.nodes[1]["label"]  # cut inside the key
+    assert any(c["step_index"] == 1 for c in d.candidates)
+    shown = [
+        render_text(d, r.steps, max_output=110),
+        export(d, "json"),
+        export(d, "graphml"),
+        export(d, "dot"),
+    ]
+    for text in shown:
+        assert SECRET[:12] not in text
+    assert f"{pad} …" in shown[0]  # the rest of the label is still shown

@@ -6,6 +6,7 @@ as markup, and secrets are redacted before text is printed or written out.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -20,10 +21,23 @@ EXPORT_FORMATS = ("json", "graphml", "dot")
 _STATUS = {"ok": "ok", "error": "ERROR", "timeout": "TIMEOUT", "no-output": "no-output"}
 
 
+# The word an ellipsis cut (`Bearer sk-proj-A1b2…`): it may be the start of a secret too short for the
+# redactor to recognize, so it is not shown. Stored labels are cut when the DAG is built.
+_CUT_WORD = re.compile(r"[A-Za-z0-9_./+~%-]+…")
+
+
+def _uncut(text: str) -> str:
+    return _CUT_WORD.sub("…", text) if "…" in text else text
+
+
 def _safe(text: str | None, width: int) -> str:
+    """One line of trajectory text: controls removed, redacted before it is cut to `width`."""
     if not text:
         return ""
-    return bidi_visible(redact(clean_label(text, width) or ""))
+    line = redact(_uncut(clean_label(text, width * 3) or ""))
+    if len(line) > width:
+        line = _uncut(line[: width - 1] + "…")
+    return bidi_visible(line)
 
 
 def render_text(dag: StepDag, steps: list[dict[str, Any]] | None = None, max_output: int = 120) -> str:
@@ -114,7 +128,7 @@ def _redacted_nodes(dag: StepDag) -> list[dict[str, Any]]:
     return [
         {
             **n,
-            "label": redact(n["label"]) if n.get("label") else n.get("label"),
+            "label": redact(_uncut(n["label"])) if n.get("label") else n.get("label"),
             "produces": [redact(x) for x in n.get("produces") or ()],
             "consumes": [redact(x) for x in n.get("consumes") or ()],
         }
@@ -123,7 +137,7 @@ def _redacted_nodes(dag: StepDag) -> list[dict[str, Any]]:
 
 
 def _redacted_candidates(dag: StepDag) -> list[dict[str, Any]]:
-    return [{**c, "reason": redact(c["reason"])} for c in dag.candidates]
+    return [{**c, "reason": redact(_uncut(c["reason"]))} for c in dag.candidates]
 
 
 def _redacted_metrics(dag: StepDag) -> dict[str, Any]:
