@@ -7,7 +7,7 @@ import pytest
 from cli_harness import fails, run, snapshot
 from tmpfs import fill, read_only, tmpfs
 
-from trajlab.figures import find_browser
+from trajlab.figures import export_figures, find_browser
 
 HAS_BROWSER = find_browser() is not None
 
@@ -45,3 +45,33 @@ def test_figures_into_a_read_only_folder_name_the_folder(fig_lab, tmp_path):
         err = fails(*args, "--format", "svg")
         assert f"Error: cannot write {out}: Read-only file system" in err
         assert not out.exists()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_an_image_that_does_not_fit_leaves_the_earlier_one_in_place(fig_lab, tmp_path):
+    """kaleido wrote each image in place (truncating the earlier one) and deleted it when the write
+    failed: on a full disk the export that should have replaced tool_gaps.png removed the earlier one."""
+    if not HAS_BROWSER:
+        pytest.skip("no Chromium (apt-get install chromium)")
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        out = fs / "figs"
+        rep = export_figures(fig_lab, out, formats=("png",), only=["tool_gaps"], progress=False)
+        assert rep.ok
+        earlier = (out / "tool_gaps.png").read_bytes()
+        # an earlier, smaller image: the new one cannot fit in the space the old one frees; the three
+        # pages left are room for the sidecars (a few KB each)
+        (out / "tool_gaps.png").write_bytes(earlier[:100])
+        assert len(earlier) > 5 * 4096 and len((out / "tool_gaps.json").read_bytes()) < 2 * 4096
+        filler = fill(fs, leave=3 * 4096)
+        rep = export_figures(fig_lab, out, formats=("png",), only=["tool_gaps"], progress=False)
+        assert not rep.ok and "No space left on device" in rep.failed["tool_gaps"]
+        assert (out / "tool_gaps.png").read_bytes() == earlier[:100]
+        assert sorted(p.name for p in out.iterdir()) == ["index.json", "tool_gaps.json", "tool_gaps.png"]
+        args = ("figures", str(fig_lab.root), "--out", str(out), "--only", "tool_gaps", "--no-progress")
+        r = run(*args, "--format", "png")
+        assert r.code == 1 and "Error: " in r.stderr
+        assert (out / "tool_gaps.png").read_bytes() == earlier[:100]
+        filler.unlink()
+        rep = export_figures(fig_lab, out, formats=("png",), only=["tool_gaps"], progress=False)
+        assert rep.ok and (out / "tool_gaps.png").read_bytes().startswith(earlier[:40])

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from .._version import __version__
 from ..errors import ConfigError, TrajlabError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_bytes, atomic_write_text
 from ..store import utcnow
 from ._registry import FIGURES, figure_options
 from ._result import FigureResult, LabLike, jsonable, open_lab
@@ -148,7 +148,10 @@ class FigureRenderer:
         async def one(fig: go.Figure, path: Path, fmt: str) -> None:
             w, h = image_size(fig, width)
             opts = {"format": fmt, "width": w, "height": h, "scale": PNG_SCALE if fmt == "png" else 1}
-            await k.write_fig_from_object({"fig": fig, "path": path, "opts": opts}, cancel_on_error=True)
+            # kaleido's own file write truncates the earlier image first and deletes it when the write
+            # fails (a full disk): render to bytes and replace the file atomically instead
+            data = await k.calc_fig(fig, opts=opts)
+            await asyncio.to_thread(atomic_write_bytes, path, data)
 
         assert self._loop is not None
         futures = {
