@@ -5,11 +5,12 @@ write succeeding once there is space again."""
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from tmpfs import fill, tmpfs
+from tmpfs import fill, fill_inodes, tmpfs
 
 from trajlab.errors import LabError
 from trajlab.store import Lab
@@ -90,3 +91,46 @@ def test_creating_a_lab_on_a_full_disk_fails_clearly_and_can_be_retried(fs: Path
     filler.unlink()
     lab = Lab.open(fs / "lab", create=True)  # what the failed attempt left (the lock file) is no obstacle
     assert lab.generation == 0
+
+
+def test_no_inode_left_for_the_recovery_symlink_swap_is_a_lab_error_and_the_lab_stays_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that died between the manifest switch and the symlink swap leaves the swap to the next
+    writer's recovery. With no inode left for the new symlink that recovery was a bare OSError
+    traceback ('[Errno 28] No space left on device: .gen/quarantine/g000002 -> ...') from `trajlab
+    ingest`, `judge` and `annotations load`."""
+    import pyarrow.dataset as ds
+
+    from trajlab.store import _publish
+
+    with tmpfs(tmp_path / "ifs", 4, inodes=200) as fs:
+        lab = Lab.open(fs / "lab", create=True)
+        lab.append("quarantine", qrows(3, "old"))
+
+        def died(*args: object, **kwargs: object) -> None:
+            raise KeyboardInterrupt  # the writer dies after lab.json is in place, before the swap
+
+        with monkeypatch.context() as m:
+            m.setattr(_publish, "switch", died)
+            with pytest.raises(KeyboardInterrupt), lab.write("add") as txn:
+                txn.append("quarantine", qrows(2, "new"))
+        root = lab.root
+        shutil.rmtree(root / "_staging")  # (recovery frees its inodes first; here there are none)
+        assert os.readlink(root / "quarantine") == ".gen/quarantine/g000001"
+        fillers = fill_inodes(fs)
+        for write in (lambda: lab.write("add"), lambda: lab.exclusive()):
+            with pytest.raises(LabError) as e, write():
+                pass
+            msg = str(e.value)
+            assert str(root) in msg and "No space left on device" in msg and "\n" not in msg, msg
+            assert "quarantine" in msg
+        # both generations stay readable: through lab.json, and through the old symlink for glob readers
+        assert sources(Lab.open(root)) == ["new0", "new1", "old0", "old1", "old2"]
+        assert ds.dataset(root / "quarantine").count_rows() == 3
+        for f in fillers[-20:]:
+            f.unlink()
+        with lab.write("add") as txn:
+            txn.append("quarantine", qrows(1, "more"))
+        assert os.readlink(root / "quarantine") == ".gen/quarantine/g000003"
+        assert ds.dataset(root / "quarantine").count_rows() == 6

@@ -246,8 +246,24 @@ class Lab:
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
             if _publish.needs_recovery(self.root, self.manifest, list(TABLES)):
-                _publish.recover(self.root, self.manifest, list(TABLES))
+                self._recover()
             yield self
+
+    def _recover(self) -> None:
+        """`_publish.recover` under the lock; a full disk (no inode for a symlink swap) is a LabError."""
+        try:
+            _publish.recover(self.root, self.manifest, list(TABLES))
+        except OSError as e:
+            if e.errno not in NO_SPACE:
+                raise
+            name = Path(os.fsdecode(e.filename2 or e.filename or MANIFEST_NAME))
+            with suppress(ValueError):
+                name = name.relative_to(self.root)
+            raise LabError(
+                f"{self.root}: {os.strerror(e.errno or errno.ENOSPC)} (writing {name}) while finishing an "
+                f"earlier write that stopped part-way; nothing else was written and the lab reads as "
+                f"generation {self.generation}; free some space and run the command again"
+            ) from e
 
     @contextmanager
     def write(self, operation: str, wait_s: float | None = None) -> Iterator[Transaction]:
@@ -258,7 +274,7 @@ class Lab:
             )
         with _lock(self.root, wait_s=wait_s):
             self.manifest = read_manifest(self.root)
-            _publish.recover(self.root, self.manifest, list(TABLES))
+            self._recover()
             txn: Transaction | None = None
             try:
                 txn = Transaction(self, operation)
