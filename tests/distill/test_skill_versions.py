@@ -135,3 +135,38 @@ def test_a_new_lab_generation_alone_makes_no_new_version(tmp_path: Path) -> None
     changed = sk.copy()
     changed.references["references/provenance.json"] = json.dumps({**prov, "rules": [{"key": "b"}]})
     assert store.commit(changed, "new rules").version == 2
+
+
+def test_a_version_that_could_not_be_made_live_is_made_live_by_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`trajlab distill` on a disk that filled up between the snapshot and the live copy failed (fine:
+    the live skill stayed v1), but rerunning it once there was space said `v2 (unchanged)` and left
+    v1 live for good: a commit whose content matched the latest version published it only when the
+    live folder was missing."""
+    from tmpfs import fill, tmpfs
+
+    with tmpfs(tmp_path / "fs", 2) as fs:
+        store = SkillStore(fs / "skills")
+        sk = empty_skill("cal")
+        v1 = store.commit(sk, "start")
+        sk2 = apply_ops(sk, [Op("add", "Do", "Probe with `ffprobe` first.")]).skill
+        publish = SkillStore._publish
+        fillers: list[Path] = []
+
+        def disk_fills_first(self: SkillStore, skill, live_dir: Path) -> None:  # type: ignore[no-untyped-def]
+            fillers.append(fill(fs))
+            publish(self, skill, live_dir)
+
+        with monkeypatch.context() as m:
+            m.setattr(SkillStore, "_publish", disk_fills_first)
+            with pytest.raises(OSError, match="No space left on device"):
+                store.commit(sk2, "add probe")
+        live = fs / "skills" / "cal"
+        assert content_hash(live) == v1.content_hash  # the previous live skill is intact
+        assert sorted(p.name for p in live.parent.iterdir()) == [".history", "cal"]  # no half copy
+        fillers[0].unlink()
+        v = store.commit(sk2, "add probe")
+        assert (v.version, v.created) == (2, False)
+        assert content_hash(live) == v.content_hash and load_skill(live).metadata["version"] == "2"
+        assert store.commit(sk2, "again").created is False and content_hash(live) == v.content_hash

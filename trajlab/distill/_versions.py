@@ -150,18 +150,21 @@ class SkillStore:
         name = skill.name
         latest = self.latest(name)
         live_dir = self.live(name)
-        if latest is not None and (live_dir / "SKILL.md").exists():
-            live_hash = content_hash(live_dir)
+        live_hash = content_hash(live_dir) if (live_dir / "SKILL.md").exists() else None
+        if latest is not None and live_hash is not None:
             if live_hash not in {
                 v.content_hash for v in self.versions(name)
             }:  # hand edits since the last version: keep them on record
                 latest = self._snapshot(load_skill(live_dir), latest, "edited by hand", [])
-        elif latest is None and (live_dir / "SKILL.md").exists():
+                live_hash = latest.content_hash
+        elif latest is None and live_hash is not None:
             latest = self._snapshot(load_skill(live_dir), None, "existing skill adopted", [])
+            live_hash = latest.content_hash
         new_hash = content_hash_of(skill)
         if latest is not None and new_hash == latest.content_hash:
             v = Version(name, latest.version, latest.content_hash, latest.path, latest.parent, reason, False)
-            if live and not (live_dir / "SKILL.md").exists():
+            # also when an earlier version is live: the commit that made this one could not publish it
+            if live and live_hash != latest.content_hash:
                 self._publish(load_skill(latest.path), live_dir)
             return v
         v = self._snapshot(skill, latest, reason, operations or [], base)
