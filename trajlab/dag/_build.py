@@ -65,12 +65,68 @@ _MAX_ARTIFACTS = 50
 _MAX_PARENTS = 12  # directories up from a path looked up for the step that created them
 
 
+class _Patterns:
+    """Output patterns (`frames/%03d.png`) in the order they first appeared, indexed by the directory
+    they write into and by how they end, so that a path is tested only against the patterns that can
+    match it (a run can write thousands of distinct patterns: one scan of all per lookup is quadratic)."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.rank: dict[str, int] = {}
+        self.by_dir: dict[str, list[str]] = defaultdict(list)
+        self.anywhere: list[str] = []  # one component, or a wildcard in the directory: any directory
+        self.by_tail: dict[str, list[str]] = defaultdict(list)  # last 3 characters -> patterns
+        self.star_tail: list[str] = []  # a `*` in the last 6 characters: may end in anything
+
+    def add(self, pattern: str) -> None:
+        if pattern in self.rank:
+            return
+        self.rank[pattern] = len(self.order)
+        self.order.append(pattern)
+        parts = pattern.rstrip("/").split("/")
+        d = parts[-2] if len(parts) > 1 else None
+        if d is None or has_glob(d) or "%" in d:
+            self.anywhere.append(pattern)
+        else:
+            self.by_dir[d].append(pattern)
+        if "*" in pattern[-6:]:
+            self.star_tail.append(pattern)
+        elif len(pattern) >= 3:
+            self.by_tail[pattern[-3:]].append(pattern)
+
+    def for_path(self, path: str) -> list[str]:
+        """The patterns that may match a path without wildcards and pass the lookups' tail test
+        (`pat.endswith(path[-3:]) or "*" in pat[-6:]`), in first-appearance order. `pattern_matches`
+        compares as many trailing components as both have, so when both have a directory, a
+        pattern's literal directory must be the path's."""
+        if len(self.order) < 8 or len(path) < 3:
+            return self.order
+        parts = path.rstrip("/").split("/")
+        if len(parts) >= 2:
+            mine, other = self.by_dir.get(parts[-2]), self.anywhere
+        else:
+            mine, other = self.by_tail.get(path[-3:]), self.star_tail
+        if not mine:
+            return other
+        if not other:
+            return mine
+        return sorted((*mine, *other), key=self.rank.__getitem__)
+
+
 class _Index:
     """Latest-producer lookups. Lists grow in step order, so the last fitting entry is the latest."""
 
     def __init__(self) -> None:
         self.files: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+        self.file_rank: dict[str, int] = {}  # basename -> order of its first write (files' key order)
+        # every file write in step order: (rank of its basename, path, producer, rule)
+        self.file_log: list[tuple[int, str, int, str]] = []
         self.patterns: dict[str, list[tuple[int, str]]] = defaultdict(list)  # pattern -> [(producer, rule)]
+        self.pattern_index = _Patterns()
+        # glob a step read -> (file_log entries / patterns looked at, the ones it matches): each lookup
+        # of the same glob looks only at what was written since the previous one
+        self.glob_files: dict[str, tuple[int, list[tuple[int, str, int, str]]]] = {}
+        self.glob_patterns: dict[str, tuple[int, list[str]]] = {}
         self.dirs: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
         self.revealed: dict[str, list[tuple[str, int]]] = defaultdict(list)
         self.urls: dict[str, list[int]] = defaultdict(list)
@@ -132,32 +188,58 @@ class _Builder:
     def find_writer(self, path: str, node: int) -> tuple[int, str, str] | None:
         ix = self.ix
         best: tuple[int, str, str] | None = None
-        if has_glob(path):
-            for entries in ix.files.values():
-                for p, src, rule in reversed(entries):
-                    if self.ok_src(src, node) and pattern_matches(path, p):
-                        if best is None or src > best[0]:
-                            best = (src, rule, p)
-                        break
+        glob = has_glob(path)
+        if glob:
+            best = self._glob_writer(path, node)
         else:
             for p, src, rule in reversed(ix.files.get(basename(path), ())):
                 if self.ok_src(src, node) and same_file(p, path):
                     best = (src, rule, p)
                     break
+        if not ix.patterns:
+            return best
         tail = path[-3:]
-        glob = has_glob(path)
-        for pat, producers in ix.patterns.items():  # few distinct patterns, each with its producers
+        for pat in self._glob_patterns(path) if glob else ix.pattern_index.for_path(path):
             if not (pat.endswith(tail) or "*" in pat[-6:] or glob):
                 continue
             if not (pattern_matches(pat, path) or (glob and pattern_matches(path, pat))):
                 continue
-            for src, rule in reversed(producers):
+            for src, rule in reversed(ix.patterns[pat]):
                 if best is not None and src <= best[0]:
                     break
                 if self.ok_src(src, node):
                     best = (src, rule, pat)
                     break
         return best
+
+    def _glob_writer(self, glob: str, node: int) -> tuple[int, str, str] | None:
+        """The latest earlier write of a file the glob matches; of the files one step wrote, the one
+        whose name was written first."""
+        ix = self.ix
+        seen, matches = ix.glob_files.get(glob, (0, []))
+        log = ix.file_log
+        for k in range(seen, len(log)):
+            if pattern_matches(glob, log[k][1]):
+                matches.append(log[k])
+        ix.glob_files[glob] = (len(log), matches)
+        best: tuple[int, str, str] | None = None
+        best_rank = 0
+        for rank, p, src, rule in reversed(matches):  # in step order
+            if best is not None and src < best[0]:
+                break
+            if self.ok_src(src, node) and (best is None or rank < best_rank):
+                best, best_rank = (src, rule, p), rank
+        return best
+
+    def _glob_patterns(self, glob: str) -> list[str]:
+        """The output patterns a glob may name, in first-appearance order."""
+        order = self.ix.pattern_index.order
+        seen, matches = self.ix.glob_patterns.get(glob, (0, []))
+        for pat in order[seen:]:
+            if pattern_matches(pat, glob) or pattern_matches(glob, pat):
+                matches.append(pat)
+        self.ix.glob_patterns[glob] = (len(order), matches)
+        return matches
 
     def find_latest(self, entries: list[Any], path: str, node: int) -> int | None:
         for e in reversed(entries):
@@ -329,10 +411,12 @@ class _Builder:
 
         first_write: dict[str, list[tuple[str, int]]] = defaultdict(list)
         patterns: dict[str, int] = {}  # pattern -> first producer
+        index = _Patterns()
         for i, io in self.io.items():
             for p, _ in io.produced:
                 if has_glob(p) or "%" in p:
                     patterns.setdefault(p, i)
+                    index.add(p)
                 else:
                     first_write[basename(p)].append((p, i))
 
@@ -342,7 +426,8 @@ class _Builder:
                 if j < i and same_file(q, p):
                     return True
             tail = p[-3:]
-            for q, j in patterns.items():
+            for q in index.for_path(p) if patterns else ():
+                j = patterns[q]
                 if j < i and (q.endswith(tail) or "*" in q[-6:]) and pattern_matches(q, p):
                     return True
             return False
@@ -508,8 +593,15 @@ class _Builder:
                 "%" in path and any(c.isdigit() or c == "d" for c in path.split("%", 1)[1][:3])
             ):
                 ix.patterns[path].append((node, rule))
+                ix.pattern_index.add(path)
             else:
-                ix.files[basename(path)].append((path, node, rule))
+                name = basename(path)
+                entries = ix.files.get(name)
+                if entries is None:
+                    entries = ix.files[name] = []
+                    ix.file_rank[name] = len(ix.file_rank)
+                entries.append((path, node, rule))
+                ix.file_log.append((ix.file_rank[name], path, node, rule))
             d = dirname(path)
             if d:
                 ix.dirs[basename(d)].append((d, node, rule))
