@@ -105,3 +105,34 @@ def test_ingests_with_meta_and_maps_decisive_steps(example_set, tmp_path: Path) 
     assert wanted and set(wanted) <= set(calls)
     specials = json.dumps([r["special"] for r in gt.values()])
     assert "secrets" in specials or len(gt) < 6
+
+
+def test_examples_and_demo_on_a_full_or_read_only_disk_are_one_line_and_leave_no_half_set(
+    tmp_path: Path,
+) -> None:
+    """Both were an OSError traceback ('[Errno 28] No space left on device', naming no file) that left
+    the runs written so far behind, so that the rerun once there was space failed with
+    'FileExistsError: .../examples is not empty' (another traceback, for the demo)."""
+    from cli_harness import fails, run
+    from tmpfs import fill, read_only, tmpfs
+
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        filler = fill(fs, leave=64 * 1024)  # room for a few runs, not for the set
+        err = fails("examples", str(fs / "ex"), "--tasks", "2")
+        assert f"Error: cannot write into {fs / 'ex'}: No space left on device" in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert not (fs / "ex").exists()
+        (fs / "empty").mkdir()
+        fails("examples", str(fs / "empty"), "--tasks", "2")
+        assert list((fs / "empty").iterdir()) == []  # a folder that was there stays, empty
+        err = fails("demo", "-o", str(fs / "demo"), "-q", "--tasks", "2")
+        assert f"Error: cannot write into {fs / 'demo'}" in err and "No space left on device" in err
+        assert not (fs / "demo" / "examples").exists()
+        filler.unlink()
+        assert run("examples", str(fs / "ex"), "--tasks", "2").code == 0
+        assert (fs / "ex" / "ground_truth.jsonl").is_file()
+        read_only(fs)
+        err = fails("examples", str(fs / "ro"), "--tasks", "2")
+        assert f"Error: cannot write {fs / 'ro'}: Read-only file system" in err
+        err = fails("demo", "-o", str(fs / "ro"), "-q", "--tasks", "2")
+        assert f"Error: cannot write {fs / 'ro'}: Read-only file system" in err

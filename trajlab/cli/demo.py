@@ -6,7 +6,7 @@ import click
 
 from ..examples import generate_examples
 from ..pipeline import run_demo
-from ._output import check_creatable
+from ._output import check_creatable, writing_into
 
 
 @click.command("demo")
@@ -32,7 +32,10 @@ from ._output import check_creatable
 def demo_cmd(out: str, n_tasks: int, seed: int, workers: int | None, quiet: bool) -> None:
     """Run every trajlab stage on generated example runs and print what each found."""
     check_creatable(out, "--out", folder=True)
-    result = run_demo(out, n_tasks=n_tasks, seed=seed, workers=workers, echo=click.echo, progress=not quiet)
+    with writing_into(out):
+        result = run_demo(
+            out, n_tasks=n_tasks, seed=seed, workers=workers, echo=click.echo, progress=not quiet
+        )
     click.echo(f"done: outputs in {result.out}")
 
 
@@ -52,10 +55,11 @@ def demo_cmd(out: str, n_tasks: int, seed: int, workers: int | None, quiet: bool
 def examples_cmd(out: str, n_tasks: int, seed: int, runs_per_task: int) -> None:
     """Generate the example run set (Codex, Claude Code and ATIF runs with planted failure causes) in OUT."""
     check_creatable(out, "OUT", folder=True)
-    try:
-        r = generate_examples(out, n_tasks=n_tasks, seed=seed, runs_per_task=runs_per_task)
-    except FileExistsError as e:
-        raise click.ClickException(str(e)) from None
+    with writing_into(out):
+        try:
+            r = generate_examples(out, n_tasks=n_tasks, seed=seed, runs_per_task=runs_per_task)
+        except FileExistsError as e:
+            raise click.ClickException(str(e)) from None
     click.echo(
         f"{r.runs} runs ({r.successes} successes, {r.failures} failures) in {r.runs_dir}; ground truth in {r.out}/ground_truth.jsonl"
     )

@@ -17,8 +17,10 @@ would for a real evaluation, where grading happens outside the agent); ATIF tria
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import shutil
 import string
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -133,10 +135,35 @@ def generate_examples(
     skill_runs: bool = True,
     specials: bool = True,
 ) -> ExampleSet:
-    """Write the example run set into `out` (which must be empty or absent); deterministic in `seed`."""
+    """Write the example run set into `out` (which must be empty or absent); deterministic in `seed`.
+
+    A set cut short (a full disk, Ctrl-C) is removed again, so that `out` is as it was and a rerun
+    does not find it "not empty"."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    existed = out.exists()
+    if existed and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty")
+    try:
+        return _write_set(out, n_tasks, seed, runners, runs_per_task, skill_runs, specials)
+    except BaseException:
+        for p in list(out.iterdir()) if existed else [out]:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+        raise
+
+
+def _write_set(
+    out: Path,
+    n_tasks: int,
+    seed: int,
+    runners: tuple[str, ...],
+    runs_per_task: int,
+    skill_runs: bool,
+    specials: bool,
+) -> ExampleSet:
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
