@@ -302,6 +302,27 @@ def test_rehash_bad_inputs(tmp_path: Path, good: Path) -> None:
     assert md.read_bytes() == b"\xff\xfe---\n"
 
 
+def test_rehash_on_a_full_or_read_only_disk_names_the_file_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """Both were an OSError traceback."""
+    from tmpfs import fill, read_only, tmpfs
+
+    from trajlab.distill import new_skill_dir
+
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        d = new_skill_dir("probe", fs)
+        md = d / "SKILL.md"
+        md.write_text(md.read_text(encoding="utf-8") + "\n- Hand-written tip.\n", encoding="utf-8")
+        edited = md.read_bytes()
+        filler = fill(fs)
+        err = fails("skills", "rehash", str(d))
+        assert f"Error: {md}: cannot write: No space left on device; the file is unchanged" in err
+        assert md.read_bytes() == edited and sorted(p.name for p in d.iterdir()) == ["SKILL.md", "references"]
+        filler.unlink()
+        read_only(fs)
+        err = fails("skills", "rehash", str(d))
+        assert f"Error: {md}: cannot write: Read-only file system; the file is unchanged" in err
+
+
 # -- distill ------------------------------------------------------------------------------------
 
 

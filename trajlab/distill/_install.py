@@ -109,7 +109,10 @@ def rehash(skill_dir: str | Path) -> str:
         if line.strip().startswith("content-hash:") and old in line:
             lines[i] = line.replace(old, h)
             break
-    atomic_write_text(f, "\n".join(lines))
+    try:
+        atomic_write_text(f, "\n".join(lines))
+    except OSError as e:
+        raise InputFileError(str(f), f"cannot write: {e.strerror or e}; the file is unchanged") from None
     return h
 
 
