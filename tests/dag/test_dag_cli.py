@@ -110,3 +110,13 @@ def test_ctrl_c_says_what_was_kept_and_exits_130(tmp_path: Path, monkeypatch) ->
     again = CliRunner().invoke(cli, ["dag", str(lab.root), "-q"])
     assert again.exit_code == 0, again.output
     assert "built 2 DAGs" in again.output and "2 up to date" in again.output
+
+
+def test_build_traj_prefix_of_several_trajectories_says_ambiguous(tmp_path: Path) -> None:
+    lab = Lab.create(tmp_path / "lab")
+    add_to_lab(lab, [Run(tid="t_abc1"), Run(tid="t_abc2")])
+    res = CliRunner().invoke(cli, ["dag", "build", str(lab.root), "--traj", "t_abc", "-q"])
+    assert res.exit_code == 1
+    assert res.output == "Error: 't_abc' is ambiguous: t_abc1, t_abc2\n"  # as `dag show` says
+    show = CliRunner().invoke(cli, ["dag", "show", str(lab.root), "t_abc"])
+    assert show.exit_code == 1 and show.output == res.output

@@ -116,7 +116,13 @@ def _todo(lab: Lab, ids: list[str] | None, rebuild: bool) -> tuple[list[str], li
     traj = lab.read("trajectories", ["trajectory_id", "ingested_at"]).to_pydict()
     ingested = dict(zip(traj["trajectory_id"], traj["ingested_at"]))
     if ids is not None:
-        ids = [_resolve(t, ingested) or t for t in ids]  # a unique id prefix is enough, as for `dag show`
+        resolved = []
+        for t in ids:  # a unique id prefix is enough, as for `dag show`
+            hits = _hits(t, ingested)
+            if len(hits) > 1:
+                raise _ambiguous(t, hits)
+            resolved.append(hits[0] if hits else t)
+        ids = resolved
         unknown = [t for t in ids if t not in ingested]
         if unknown:
             raise LabError(f"no trajectory {', '.join(unknown[:5])} in {lab.root}")
@@ -134,11 +140,15 @@ def _todo(lab: Lab, ids: list[str] | None, rebuild: bool) -> tuple[list[str], li
     return todo, stale, len(selected) - len(todo)
 
 
-def _resolve(prefix: str, ids: dict[str, Any]) -> str | None:
+def _hits(prefix: str, ids: Any) -> list[str]:
+    """The trajectory id equal to `prefix`, else those starting with it."""
     if prefix in ids:
-        return prefix
-    hits = [t for t in ids if t.startswith(prefix)]
-    return hits[0] if len(hits) == 1 else None
+        return [prefix]
+    return [t for t in ids if t.startswith(prefix)]
+
+
+def _ambiguous(prefix: str, hits: list[str]) -> LabError:
+    return LabError(f"{prefix!r} is ambiguous: {', '.join(hits[:5])}{'...' if len(hits) > 5 else ''}")
 
 
 class DagInterrupted(KeyboardInterrupt):
@@ -289,14 +299,12 @@ def resolve_trajectory_id(lab: Lab | str | os.PathLike[str], prefix: str) -> str
     """The trajectory id equal to, or uniquely starting with, `prefix`."""
     lab = _open(lab)
     ids = lab.read("trajectories", ["trajectory_id"]).column("trajectory_id").to_pylist()
-    if prefix in ids:
-        return prefix
-    hits = [t for t in ids if t.startswith(prefix)]
+    hits = _hits(prefix, ids)
     if len(hits) == 1:
         return hits[0]
     if not hits:
         raise LabError(f"no trajectory {prefix!r} in {lab.root}")
-    raise LabError(f"{prefix!r} is ambiguous: {', '.join(hits[:5])}{'...' if len(hits) > 5 else ''}")
+    raise _ambiguous(prefix, hits)
 
 
 def load_dag(lab: Lab | str | os.PathLike[str], trajectory_id: str) -> StepDag:
