@@ -202,3 +202,17 @@ def test_never_raises_and_stays_acyclic(steps, domain, final) -> None:
     assert d.metrics["n_edges"] == len(d.edges)
     for c in d.candidates:
         assert set(c) == {"step_index", "reason", "signal", "score"} and 0 < c["score"] <= 1
+
+
+def test_retry_with_empty_arguments() -> None:
+    """A failed call retried by the same tool with empty (or blank) arguments: found by the hypothesis
+    test above as an IndexError in the retry rule."""
+    for empty in ("", "   "):
+        r = Run()
+        r.user("list the items")
+        r.call("mcp__srv__list", {"query": "all items"}, "server error", exit_code=1)  # 1
+        r.call("mcp__srv__list", empty, "a\nb")  # 2: the same tool, no arguments
+        r.say("a and b")
+        d = r.dag()
+        assert {n["node_id"]: n["status"] for n in d.nodes}[1] == "error"
+        _acyclic(d)

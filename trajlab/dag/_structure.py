@@ -269,7 +269,7 @@ def _extends(failed: str, retry: str) -> bool:
     """The retry is the failed command with more words (`git push` -> `git push --set-upstream origin
     x`): a corrected command even when the added words make it less than 50% similar."""
     a = failed.split()
-    if len(a) < 2 or a[0] != retry.split(None, 1)[0]:
+    if len(a) < 2 or a[0] != next(iter(retry.split(None, 1)), None):  # a blank retry extends nothing
         return False
     b = set(retry.split())
     return len(b) > len(set(a)) and b.issuperset(a)
