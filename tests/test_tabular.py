@@ -7,9 +7,11 @@ import io
 import json
 from datetime import time, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from trajlab import tabular
@@ -69,3 +71,33 @@ def test_no_rows_and_max_rows(fmt: str) -> None:
         assert "9" not in text.split("...")[0]
     else:
         assert "9" in text  # files and machine formats get every row
+
+
+def test_parquet_write_uses_a_temporary_file_of_its_own(tmp_path) -> None:
+    """A temporary file another writer (or an interrupted one) left under the old fixed name
+    `.NAME.tmp` is neither written into nor in the way: each write has its own temporary file."""
+    out = tmp_path / "gaps.parquet"
+    other = tmp_path / ".gaps.parquet.tmp"
+    other.mkdir()  # the fixed name taken: pq.write_table to it failed with IsADirectoryError
+    (other / "keep").write_text("another writer's")
+    tabular.write(pa.table({"tool": ["ffprobe"], "gap": [0.25]}), out)
+    assert pq.read_table(out).to_pylist() == [{"tool": "ffprobe", "gap": 0.25}]
+    assert (other / "keep").read_text() == "another writer's"
+    assert sorted(f.name for f in tmp_path.iterdir()) == [".gaps.parquet.tmp", "gaps.parquet"]
+
+
+def test_parquet_write_that_fails_leaves_the_old_file_and_no_temporary_file(tmp_path, monkeypatch) -> None:
+    out = tmp_path / "gaps.parquet"
+    tabular.write(pa.table({"tool": ["ffprobe"]}), out)
+
+    def broken(table, where, **kw):
+        Path(where).write_bytes(b"PAR1 half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", broken)
+    with pytest.raises(OSError) as e:
+        tabular.write(pa.table({"tool": ["whisper"]}), out)
+    assert e.value.filename == str(out)
+    monkeypatch.undo()
+    assert pq.read_table(out).to_pylist() == [{"tool": "ffprobe"}]
+    assert [f.name for f in tmp_path.iterdir()] == ["gaps.parquet"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -74,6 +74,33 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(p.parent)
+    return p
+
+
+def atomic_write_with(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+    """Have `write(tmp)` write the file at a temporary path of its own (unique, beside `path`), then make
+    it durable and put it in place. For writers that want a path (pyarrow, kaleido) rather than bytes:
+    two writers of the same file never share a temporary file, and a failed write leaves none behind."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    mode = _new_file_mode(p)
+    with naming_the_file(p, always=True):  # not the temporary file's name, which the user never gave
+        fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp = Path(name)
+    try:
+        os.close(fd)
+        with naming_the_file(p):
+            write(tmp)
+            with open(tmp, "rb+") as f:
+                with contextlib.suppress(OSError):
+                    os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

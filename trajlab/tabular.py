@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .fsutil import atomic_write_text
+from .fsutil import atomic_write_text, atomic_write_with
 
 FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
 
@@ -155,9 +155,7 @@ def write(table: Any, path: str | Path, fmt: str | None = None) -> Path:
     t = to_arrow(table)
     p.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        tmp = p.with_name(f".{p.name}.tmp")
-        pq.write_table(t, tmp)
-        tmp.replace(p)
+        atomic_write_with(p, lambda tmp: pq.write_table(t, tmp))
     else:
         atomic_write_text(p, render(t, fmt, max_width=10**9))
     return p
