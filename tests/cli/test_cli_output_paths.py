@@ -147,3 +147,20 @@ def test_skill_prompt_output_below_a_file(tmp_path: Path, afile: Path) -> None:
     out = tmp_path / "new" / "p.md"
     assert run("skills", "install", skill, "--target", "prompt", "--output", str(out)).code == 0
     assert out.read_text().startswith('<skill name="ok">')
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
+def test_out_on_a_full_disk_says_the_disk_is_full_and_keeps_the_old_file(lab: Path, tmp_path: Path, suffix):
+    """The reason read 'cannot create files in DIR (No space left on device)', blaming the folder."""
+    from tmpfs import fill, tmpfs
+
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        out = fs / f"gaps{suffix}"
+        assert run("gaps", str(lab), "--out", str(out)).code == 0
+        before = snapshot(fs)
+        filler = fill(fs)
+        for args in (("gaps", str(lab)), ("sql", str(lab), "select * from steps")):
+            err = fails(*args, "--out", str(out))
+            assert err.strip() == f"Error: cannot write {out}: No space left on device", err
+        filler.unlink()
+        assert snapshot(fs) == before

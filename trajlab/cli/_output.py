@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,8 +20,14 @@ T = TypeVar("T")
 LAB_ENTRIES = frozenset({"lab.json", ".lock", ".gen", "_staging", "_cache", *TABLES})
 
 
+# Errors of the file system as a whole, not of a directory the path passes through.
+_NOT_THE_FOLDER = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
 def why_unwritable(out: Path, e: OSError) -> str:
-    """Why `out` could not be written, naming the directory at fault."""
+    """Why `out` could not be written, naming the directory at fault (a full disk is nobody's folder)."""
+    if e.errno in _NOT_THE_FOLDER:  # os.strerror: pyarrow's strerror is "Error writing bytes to file..."
+        return os.strerror(e.errno)
     if out.is_dir():
         return "it is a directory"
     for d in out.absolute().parents:
