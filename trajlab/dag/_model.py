@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 4
-"""Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs."""
+DAG_VERSION = 5
+"""Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
+5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
