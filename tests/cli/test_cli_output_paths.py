@@ -151,7 +151,8 @@ def test_skill_prompt_output_below_a_file(tmp_path: Path, afile: Path) -> None:
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
 def test_out_on_a_full_disk_says_the_disk_is_full_and_keeps_the_old_file(lab: Path, tmp_path: Path, suffix):
-    """The reason read 'cannot create files in DIR (No space left on device)', blaming the folder."""
+    """The reason read 'cannot create files in DIR (No space left on device)', blaming the folder
+    (`dag export` had its own copy of that wording)."""
     from tmpfs import fill, tmpfs
 
     with tmpfs(tmp_path / "fs", 1) as fs:
@@ -159,7 +160,8 @@ def test_out_on_a_full_disk_says_the_disk_is_full_and_keeps_the_old_file(lab: Pa
         assert run("gaps", str(lab), "--out", str(out)).code == 0
         before = snapshot(fs)
         filler = fill(fs)
-        for args in (("gaps", str(lab)), ("sql", str(lab), "select * from steps")):
+        export = ("dag", "export", str(lab), _trajectory(lab), "--format", "json")
+        for args in (("gaps", str(lab)), ("sql", str(lab), "select * from steps"), export):
             err = fails(*args, "--out", str(out))
             assert err.strip() == f"Error: cannot write {out}: No space left on device", err
         filler.unlink()

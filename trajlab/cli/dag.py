@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..dag import EXPORT_FORMATS, DagInterrupted, build_lab, export, load_dag, read_steps, render_text
-from ..errors import ConfigError, LabError
+from ..errors import LabError
 from ..fsutil import atomic_write_text
 from ..store import Lab
-from ._output import check_outside_lab
-
-
-def _why(out: Path, e: OSError) -> str:
-    """Why `out` could not be written, naming the directory at fault."""
-    for d in out.absolute().parents:
-        if d.exists():
-            if not d.is_dir():
-                return f"{d} is not a directory"
-            return f"cannot create files in {d} ({e.strerror or e})"
-    return e.strerror or str(e)
+from ._output import check_outside_lab, write_out
 
 
 class _DefaultBuild(click.Group):
@@ -100,10 +88,7 @@ def export_cmd(lab: str, trajectory: str, fmt: str, out: str | None) -> None:
         check_outside_lab(out, lab)
     text = export(load_dag(lab, trajectory), fmt)
     if out:
-        try:
-            atomic_write_text(out, text)
-        except OSError as e:
-            raise ConfigError(f"cannot write {out}: {_why(Path(out), e)}") from None
+        write_out(out, lambda: atomic_write_text(out, text), lab)
         click.echo(f"wrote {out}", err=True)
     else:
         click.echo(text, nl=False)
