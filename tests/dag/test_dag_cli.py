@@ -120,3 +120,26 @@ def test_build_traj_prefix_of_several_trajectories_says_ambiguous(tmp_path: Path
     assert res.output == "Error: 't_abc' is ambiguous: t_abc1, t_abc2\n"  # as `dag show` says
     show = CliRunner().invoke(cli, ["dag", "show", str(lab.root), "t_abc"])
     assert show.exit_code == 1 and show.output == res.output
+
+
+def test_workers_option_sets_the_pool_size(tmp_path: Path, monkeypatch) -> None:
+    """`-j N` like `trajlab ingest -j N`: the command had no way to choose the worker count."""
+    import trajlab.dag._store as dag_store
+
+    lab = _lab(tmp_path)
+    seen: list[int] = []
+    real = dag_store.task_pool
+
+    def recording(n_workers: int, n_tasks: int):
+        seen.append(n_workers)
+        return real(n_workers, n_tasks)
+
+    monkeypatch.setattr(dag_store, "POOL_MIN_STEPS", 0)
+    monkeypatch.setattr(dag_store, "task_pool", recording)
+    res = CliRunner().invoke(cli, ["dag", lab, "-q", "-j", "2"])
+    assert res.exit_code == 0, res.output
+    assert seen == [2] and "built 1 DAGs" in res.output
+    res = CliRunner().invoke(cli, ["dag", "build", lab, "-q", "--rebuild", "--workers", "1"])
+    assert res.exit_code == 0 and seen == [2, 1], res.output  # 1: task_pool runs the tasks in-process
+    res = CliRunner().invoke(cli, ["dag", lab, "-j", "0"])
+    assert res.exit_code == 2 and "-j" in res.output

@@ -31,8 +31,17 @@ def dag_group() -> None:
 @click.option(
     "--traj", "trajectories", multiple=True, help="Only this trajectory (id or unique id prefix; repeatable)."
 )
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: number of CPUs, at most 4; small labs build in one process).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: bool) -> None:
+def build_cmd(
+    lab: str, rebuild: bool, trajectories: tuple[str, ...], workers: int | None, quiet: bool
+) -> None:
     """Build and store the step DAGs of the lab's trajectories (incremental)."""
     opened = Lab.open(lab)
     if not opened.rows("trajectories"):
@@ -41,7 +50,9 @@ def build_cmd(lab: str, rebuild: bool, trajectories: tuple[str, ...], quiet: boo
             f"`trajlab ingest PATH --out {lab}`)"
         )
     try:
-        report = build_lab(opened, list(trajectories) or None, rebuild=rebuild, progress=not quiet)
+        report = build_lab(
+            opened, list(trajectories) or None, rebuild=rebuild, progress=not quiet, workers=workers
+        )
     except DagInterrupted as e:  # Ctrl-C: say what was kept, not just "Aborted!"
         click.echo(e.report.format())
         click.echo(
