@@ -164,6 +164,116 @@ def test_lone_surrogates_are_replaced_not_quarantined(tmp_path: Path) -> None:
     assert steps[0]["text"] == "cut emoji \ufffd here"  # one replacement character per lone surrogate
 
 
+def _cc_line(typ: str, uuid: str, **fields: Any) -> dict[str, Any]:
+    return {"type": typ, "sessionId": "s-link", "version": "2.1.39", "uuid": uuid, **fields}
+
+
+def _task_session(tmp_path: Path, result_agent: str | None, progress: list[tuple[str, str]]) -> Path:
+    """A session with two Task calls (toolu_t1, toolu_t2) and a final answer, and one sub-agent file
+    agent-a5151.jsonl. `result_agent`: the agentId on toolu_t1's toolUseResult (None: left out, as in
+    older versions or a cut-off result); `progress`: agent_progress lines as (parentToolUseID, agentId),
+    shaped like the real 2.1.38/2.1.39 ones (data.agentId, top-level parentToolUseID)."""
+
+    def task(uuid: str, cid: str) -> dict[str, Any]:
+        block = {"type": "tool_use", "id": cid, "name": "Task", "input": {"prompt": "check it"}}
+        return _cc_line(
+            "assistant", uuid, message={"id": f"m-{cid}", "role": "assistant", "content": [block]}
+        )
+
+    def result(uuid: str, cid: str, agent: str | None) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": cid, "content": "checked"}
+        tur: dict[str, Any] = {"status": "completed", **({"agentId": agent} if agent else {})}
+        return _cc_line("user", uuid, message={"role": "user", "content": [block]}, toolUseResult=tur)
+
+    def prog(uuid: str, parent: str, agent: str) -> dict[str, Any]:
+        msg = {"type": "user", "message": {"role": "user", "content": "check it"}, "uuid": f"pm-{uuid}"}
+        data = {"message": msg, "normalizedMessages": [], "type": "agent_progress", "prompt": "check it"}
+        return _cc_line(
+            "progress",
+            uuid,
+            data={**data, "agentId": agent},
+            toolUseID=f"agent_msg_{uuid}",
+            parentToolUseID=parent,
+        )
+
+    rows = [
+        _cc_line("user", "u0", message={"role": "user", "content": "Check both files."}),
+        task("u1", "toolu_t1"),
+        *(
+            prog(f"p1{k}", parent, agent)
+            for k, (parent, agent) in enumerate(progress)
+            if parent == "toolu_t1"
+        ),
+        result("u2", "toolu_t1", result_agent),
+        task("u3", "toolu_t2"),
+        *(
+            prog(f"p3{k}", parent, agent)
+            for k, (parent, agent) in enumerate(progress)
+            if parent == "toolu_t2"
+        ),
+        result("u4", "toolu_t2", None),
+        _cc_line(
+            "assistant", "u5", message={"id": "m-end", "role": "assistant", "content": "Both are fine."}
+        ),
+    ]
+    sub = [
+        _cc_line(
+            "user", "s0", isSidechain=True, agentId="a5151", message={"role": "user", "content": "check it"}
+        ),
+        _cc_line(
+            "assistant",
+            "s1",
+            isSidechain=True,
+            agentId="a5151",
+            message={"id": "m-s1", "role": "assistant", "content": "It is fine."},
+        ),
+    ]
+    (tmp_path / "s-link" / "subagents").mkdir(parents=True)
+    (tmp_path / "s-link.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    (tmp_path / "s-link" / "subagents" / "agent-a5151.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in sub)
+    )
+    return tmp_path
+
+
+def _spawned_by(steps: list[dict[str, Any]], agent: str) -> str | None:
+    sub = [s for s in steps if s["agent_id"] == agent]
+    parent = sub[0].get("parent_step_index")
+    return None if parent is None else steps[parent]["call_id"]
+
+
+def test_subagent_file_linked_by_its_progress_lines_when_the_result_has_no_agent_id(tmp_path: Path) -> None:
+    """No toolUseResult.agentId (older versions, a cut-off result): the sub-agent file was placed after the
+    answer with "no spawning call", though the Task call's agent_progress lines name the agent."""
+    _task_session(tmp_path, None, [("toolu_t2", "a5151")])
+    ((_, t, steps, ctx),) = parse_folder(tmp_path)
+    assert ctx.records_quarantined == 0
+    assert _spawned_by(steps, "a5151") == "toolu_t2"
+    assert [(s["agent_id"], s["kind"]) for s in steps] == [
+        ("main", "user"),
+        ("main", "tool_call"),
+        ("main", "tool_call"),
+        ("a5151", "user"),
+        ("a5151", "assistant"),
+        ("main", "assistant"),
+    ]
+    assert t["anomalies"] == [] and t["final_answer"] == "Both are fine."
+
+
+def test_result_agent_id_keeps_priority_over_progress_lines(tmp_path: Path) -> None:
+    _task_session(tmp_path, "a5151", [("toolu_t2", "a5151")])
+    ((_, t, steps, _),) = parse_folder(tmp_path)
+    assert _spawned_by(steps, "a5151") == "toolu_t1"
+    assert t["anomalies"] == []
+
+
+def test_subagent_file_without_any_link_still_reported(tmp_path: Path) -> None:
+    _task_session(tmp_path, None, [])
+    ((_, t, steps, _),) = parse_folder(tmp_path)
+    assert _spawned_by(steps, "a5151") is None and steps[-1]["agent_id"] == "a5151"
+    assert t["anomalies"] == ["sub-agent a5151 has no spawning call in the session"]
+
+
 # -- the real samples ----------------------------------------------------------------------------------
 
 # file -> (records incl. sub-agent files, steps, tool calls, errors, sub-agents, output tokens, task start)

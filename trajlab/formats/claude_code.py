@@ -4,6 +4,8 @@ One API response is split into one line per content block; the lines share `mess
 repeats `usage`, so tokens are counted once per message id. Sub-agents live in
 `<sessionId>/subagents/agent-<agentId>.jsonl` (2.1.x; read as companions and spliced in after the
 Task call that spawned them) or only as `agent_progress` lines in the main file (older versions).
+A sub-agent file is linked to its Task call by `toolUseResult.agentId` on the call's result, else by the
+call's `agent_progress` lines (`parentToolUseID` = the Task call id, `data.agentId` = the agent).
 Compaction is a `compact_boundary` line followed by a user line with `isCompactSummary`; the
 compaction agent's own transcript (`agent-acompact-*.jsonl`) is placed just before it.
 There is no success signal: the outcome is `unknown`.
@@ -167,6 +169,10 @@ class ClaudeCodeAdapter(Adapter):
         for parent_call, lines in main.progress.items():
             aid = main.progress_agent.get(parent_call) or f"task-{str(parent_call)[-8:]}"
             if aid in with_file:
+                # the progress lines still link the file to its Task call when the result has no
+                # `toolUseResult.agentId` (older versions, a truncated result, a run cut off before it);
+                # the result's agentId, read first, keeps priority
+                main.spawned.setdefault(aid, parent_call)
                 continue
             if aid in subs:  # another call's progress lines already named this agent (a reused or damaged id)
                 anomalies.append(f"agent_progress of call {parent_call} names agent {aid} again; kept apart")
