@@ -101,3 +101,12 @@ def test_parquet_write_that_fails_leaves_the_old_file_and_no_temporary_file(tmp_
     monkeypatch.undo()
     assert pq.read_table(out).to_pylist() == [{"tool": "ffprobe"}]
     assert [f.name for f in tmp_path.iterdir()] == ["gaps.parquet"]
+
+
+def test_csv_lines_end_in_newline_only() -> None:
+    """Lines ended in \\r\\n (the csv module's default), so `trajlab sql ... --format csv | tail -1`
+    in a shell gave 't_1\\r' and the next command found no such trajectory. A newline inside a value
+    is still quoted."""
+    text = tabular.render(pa.table({"id": ["t_1", "a\nb"]}), "csv")
+    assert "\r" not in text and text.splitlines()[:2] == ["id", "t_1"]
+    assert list(csv.reader(io.StringIO(text))) == [["id"], ["t_1"], ["a\nb"]]

@@ -108,7 +108,7 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
     rows = list(zip(*[c.to_pylist() for c in shown.columns])) if cols else [()] * shown.num_rows
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.writer(buf)
+        w = csv.writer(buf, lineterminator="\n")  # as DuckDB and pandas write CSV; \r\n broke `| cut`
         w.writerow(cols)
         for r in rows:
             w.writerow(
