@@ -179,8 +179,10 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         kind = str(st.type).rsplit(".", 1)[-1]
         if kind not in _ALLOWED_STATEMENTS:
             hint = ""
-            if kind == "MULTI" and "pivot" in sql.lower():
-                # DuckDB first creates an ENUM of the values a PIVOT without `IN (...)` finds
+            if (kind == "MULTI" or not st.query.strip()) and "pivot" in sql.lower():
+                # DuckDB first creates an ENUM of the values a PIVOT without `IN (...)` finds: DuckDB 2 as
+                # one MULTI statement, DuckDB 1.x (the newest on Python 3.10) as a CREATE and a SELECT
+                # with no query text of their own
                 hint = "; a PIVOT must name its values here: PIVOT ... ON col IN ('a', 'b') USING ..."
             raise QueryError(f"only read-only queries are allowed (got a {kind} statement){hint}")
         if kind == "EXPLAIN":
