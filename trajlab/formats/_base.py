@@ -146,13 +146,23 @@ def parse_args(value: Any) -> Any:
     return value
 
 
+EARLY_RESULT = "came before its call"  # in the anomaly of a result paired with a later call
+
+
 class CallLinker:
-    """Joins tool results to their calls by call id, and records the anomalies it sees."""
+    """Joins tool results to their calls by call id, and records the anomalies it sees.
+
+    A result whose call comes later (steps out of order) is kept as an orphan `tool_result` row until
+    the call arrives; then its fields go onto the call, the row is marked `_paired` (dropped by
+    `finish_trajectory`, so stored rows keep their own order and source lines) and its "result without
+    call" anomaly becomes one saying it came before its call."""
 
     def __init__(self, steps: list[dict[str, Any]], anomalies: list[str]):
         self.steps = steps
         self.anomalies = anomalies
         self.by_id: dict[str, dict[str, Any]] = {}
+        # call id -> orphan results still waiting for a call: (row, result fields)
+        self.early: dict[Any, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
 
     def call(self, step: dict[str, Any]) -> dict[str, Any]:
         cid = step.get("call_id")
@@ -160,6 +170,8 @@ class CallLinker:
             if cid in self.by_id:
                 self.anomalies.append(f"duplicate call id {cid}")
             self.by_id[cid] = step
+            if self.early and cid in self.early:
+                self._pair_early(step, cid, self.early.pop(cid))
         self.steps.append(step)
         return step
 
@@ -175,27 +187,60 @@ class CallLinker:
             self.anomalies.append(f"result without call {call_id}")
             row = {"kind": "tool_result", "call_id": call_id, **fields, **(orphan or {})}
             self.steps.append(row)
+            if call_id:  # its call may still come (steps out of order)
+                self.early.setdefault(call_id, []).append((row, fields))
             return row
+        self._attach(step, fields)
+        return step
+
+    def _attach(self, step: dict[str, Any], fields: dict[str, Any]) -> None:
         if step.get("_has_result"):
             # A second result for the same call (polling, retries inside the runner): append output.
             if fields.get("output"):
                 prev = step.get("output") or ""
-                step["output"] = prev + ("\n" if prev else "") + fields.pop("output")
+                step["output"] = prev + ("\n" if prev else "") + fields["output"]
             for k, v in fields.items():
-                if v is not None:
+                if v is not None and k != "output":
                     step[k] = v
-            return step
+            return
         step["_has_result"] = True
         for k, v in fields.items():
             if v is not None:
                 step[k] = v
-        return step
+
+    def _pair_early(
+        self, step: dict[str, Any], cid: Any, early: list[tuple[dict[str, Any], dict[str, Any]]]
+    ) -> None:
+        for row, fields in early:
+            self._attach(step, fields)
+            row["_paired"] = True
+        step["_early"] = (self, early)  # for rollback: the rows go back to being orphans
+        self._reword(f"result without call {cid}", f"result for call {cid} {EARLY_RESULT} (out of order)")
+
+    def _reword(self, old: str, new: str) -> None:
+        a = self.anomalies
+        for k in range(len(a) - 1, -1, -1):
+            if a[k] == old:
+                a[k] = new
+                return
+        a.append(new)
+
+    def unpair(self, step: dict[str, Any]) -> None:
+        """Undo the pairing this linker made of `step` with results that came before it (the call's
+        record was rolled back): the rows are orphans again."""
+        _, early = step.pop("_early")
+        cid = step.get("call_id")
+        for row, _ in early:
+            row.pop("_paired", None)
+        self.early.setdefault(cid, [])[:0] = early
+        self._reword(f"result for call {cid} {EARLY_RESULT} (out of order)", f"result without call {cid}")
 
     def unresolved(self) -> list[dict[str, Any]]:
         return [s for s in self.by_id.values() if not s.get("_has_result")]
 
 
 __all__ = [
+    "EARLY_RESULT",
     "HEAD_BYTES",
     "Adapter",
     "CallLinker",

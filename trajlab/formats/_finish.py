@@ -7,7 +7,7 @@ from typing import Any
 
 from ..normalize import normalize_call
 from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
-from ._base import ParsedTrajectory, SourceUnit, json_str, parse_ts
+from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
@@ -27,6 +27,18 @@ def _token_count(v: Any) -> int | None:
     return None
 
 
+def _drop_paired(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leave out the orphan result rows a later call took over (`CallLinker`: a result that came
+    before its call); only run when the linker said so in an anomaly."""
+    out = []
+    for s in steps:
+        if s.pop("_paired", None):
+            continue
+        s.pop("_early", None)
+        out.append(s)
+    return out
+
+
 def finish_trajectory(
     pt: ParsedTrajectory,
     unit: SourceUnit,
@@ -41,6 +53,8 @@ def finish_trajectory(
     assert unit.digest is not None
     tid = trajectory_id(runner, pt.native_key, unit.digest, pt.locator)
     anomalies: list[str] = list(t.get("anomalies") or [])
+    if anomalies and any(EARLY_RESULT in a for a in anomalies):
+        steps = pt.steps = _drop_paired(steps)
     n_calls = n_err = 0
     agents: set[str] = set()
     tok = [0, 0, 0, 0]

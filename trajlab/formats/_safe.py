@@ -61,3 +61,13 @@ def rollback(steps: list[dict[str, Any]], links: list[CallLinker], n: int) -> No
             cid = s.get("call_id")
             if cid and link.by_id.get(cid) is s:
                 del link.by_id[cid]
+            if "_early" in s:  # the call had taken results that came before it: orphans again
+                s["_early"][0].unpair(s)
+        if link.early:  # orphan results of the rejected record wait for no call
+            gone = {id(s) for s in removed}
+            for cid in [c for c, rows in link.early.items() if any(id(r) in gone for r, _ in rows)]:
+                rows = [x for x in link.early[cid] if id(x[0]) not in gone]
+                if rows:
+                    link.early[cid] = rows
+                else:
+                    del link.early[cid]

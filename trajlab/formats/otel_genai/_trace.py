@@ -145,6 +145,9 @@ class _Trace:
                         call["output"] = out
                         call["_has_result"] = True
                     continue
+                if cid:  # the linker pairs it with its call if that comes later (out of order)
+                    self.link.result(cid, orphan={**base, "role": role, "tool_name": _str(name)}, output=out)
+                    continue
                 self.anomalies.append(f"result without call {cid}")
                 self.steps.append(
                     {
