@@ -14,6 +14,7 @@ read is counted, so `records_seen == records_ingested + records_quarantined` hol
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -62,6 +63,28 @@ class ParsedTrajectory:
     locator: str | None = None
 
 
+# The forms of ISO 8601 that Python 3.11+ `datetime.fromisoformat` reads and 3.10's (which reads only
+# what `isoformat()` writes) does not: a fraction of other than 3 or 6 digits (nanoseconds from Go and
+# OpenTelemetry, trimmed zeros) or after a comma, and a +HHMM or +HH offset. Matched after a Z became
+# +00:00; `_iso_for_310` rewrites them as 3.11 reads them (a fraction truncated to microseconds).
+_ISO_310 = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:[.,](\d+))?([+-]\d{2}(?::?\d{2})?)?")
+
+
+def _iso_for_310(s: str) -> datetime | None:
+    m = _ISO_310.fullmatch(s)
+    if m is None:
+        return None
+    day, frac, tz = m.groups()
+    iso = day + ("." + (frac + "00000")[:6] if frac else "")
+    if tz:
+        tz = tz.replace(":", "")
+        iso += tz[:3] + ":" + (tz[3:] or "00")
+    try:
+        return datetime.fromisoformat(iso)
+    except ValueError:  # an impossible date or time
+        return None
+
+
 def parse_ts(value: Any) -> datetime | None:
     """ISO-8601 strings (with Z), epoch seconds/ms/ns numbers -> aware UTC datetime; None if unparsable."""
     if isinstance(value, str):
@@ -74,10 +97,14 @@ def parse_ts(value: Any) -> datetime | None:
             try:
                 dt = datetime.fromisoformat(s)
             except ValueError:
-                try:
-                    return parse_ts(float(s)) if s else None
-                except ValueError:
-                    return None
+                parsed = _iso_for_310(s)  # None on 3.11+, which has read all it matches
+                if parsed is not None:
+                    dt = parsed
+                else:
+                    try:
+                        return parse_ts(float(s)) if s else None
+                    except ValueError:
+                        return None
         return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
     if value is None or isinstance(value, bool):
         return None
