@@ -91,9 +91,46 @@ def test_missing_subagent_transcript_and_orphan_subagent() -> None:
     r.say("Done.")  # 2
     r._add("assistant", role="assistant", text="child output", agent_id="a77", depth=1, parent_step_index=40)
     d = r.dag()
-    assert "sub-agent of step 1 has no steps (transcript missing)" in d.anomalies
-    assert "sub-agent a77: spawning step 40 not found" in d.anomalies
+    # a77 is what step 1 spawned (inferred): its transcript is not missing
+    assert [a for a in d.anomalies if "sub-agent" in a] == [
+        "sub-agent a77: spawning step 40 not found; spawn inferred from step 1"
+    ]
     assert edge(d, 1, 3, "spawn")["rule"] == "spawn-inferred"
+    _acyclic(d)
+    alone = Run()
+    alone.user("Research the API")
+    alone.call("Task", {"prompt": "find the docs"}, "The docs say X.")  # 1, no sub-agent steps anywhere
+    alone.say("Done.")
+    assert "sub-agent of step 1 has no steps (transcript missing)" in alone.dag().anomalies
+
+
+def test_subagent_naming_its_own_step_as_parent() -> None:
+    """Before: 'sub-agent a9: spawning step 3 not found' though step 3 exists (the agent's own first step),
+    and 'sub-agent of step 1 has no steps (transcript missing)' though a spawn edge 1 -> 3 was inferred."""
+    r = Run()
+    r.user("Research the API")  # 0
+    r.call("Task", {"prompt": "find the docs"}, "The docs say X.")  # 1
+    r.say("Done.")  # 2
+    r._add("user", role="user", text="find the docs", agent_id="a9", depth=1, parent_step_index=3)  # 3
+    r._add("assistant", role="assistant", text="X.", agent_id="a9", depth=1, parent_step_index=3)  # 4
+    d = r.dag()
+    assert [a for a in d.anomalies if "sub-agent" in a] == [
+        "sub-agent a9: names its own step 3 as its spawning step; spawn inferred from step 1"
+    ]
+    assert edge(d, 1, 3, "spawn")["rule"] == "spawn-inferred"
+    _acyclic(d)
+
+
+def test_subagent_whose_spawning_step_comes_after_it() -> None:
+    r = Run()
+    r.user("Research the API")  # 0
+    r.call("Task", {"prompt": "find the docs"}, "The docs say X.")  # 1
+    r._add("assistant", role="assistant", text="X.", agent_id="a9", depth=1, parent_step_index=3)  # 2
+    r.say("Done.")  # 3
+    d = r.dag()
+    assert [a for a in d.anomalies if "sub-agent" in a] == [
+        "sub-agent a9: spawning step 3 comes after its first step 2; spawn inferred from step 1"
+    ]
     _acyclic(d)
 
 

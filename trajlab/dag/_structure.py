@@ -174,14 +174,24 @@ def agent_edges(b: _Builder) -> None:
             b.edge(last, parent, "summary", f"agent:{a}", "compaction-agent")
             continue
         else:
-            if parent is not None:
-                b.anomalies.append(f"sub-agent {a}: spawning step {parent} not found")
+            if parent is None:
+                why = f"sub-agent {a} has no spawning step"
+            elif parent not in b.nodes:
+                why = f"sub-agent {a}: spawning step {parent} not found"
+            elif b.nodes[parent]["agent_id"] == a:
+                why = f"sub-agent {a}: names its own step {parent} as its spawning step"
             else:
-                b.anomalies.append(f"sub-agent {a} has no spawning step")
+                why = f"sub-agent {a}: spawning step {parent} comes after its first step {first}"
             cand = [j for j in range(first - 1, -1, -1) if j in b.nodes and b.nodes[j]["depth"] < b.depth[a]]
             spawn = next((j for j in cand if b.nodes[j]["tool"] == "subagent"), cand[0] if cand else None)
             if spawn is None:
+                b.anomalies.append(why)
                 continue
+            b.anomalies.append(f"{why}; spawn inferred from step {spawn}")
+            # the spawning call found no steps of its own when its node was made: they are these
+            missing = f"sub-agent of step {spawn} has no steps (transcript missing)"
+            if missing in b.anomalies:
+                b.anomalies.remove(missing)
             b.parent[a] = spawn
             b.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
             pagent = b.nodes[spawn]["agent_id"]
