@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 DAG_VERSION = 5
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
-5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build."""
+5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
+sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred)."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
