@@ -61,28 +61,6 @@ def naming_the_file(path: str | os.PathLike[str] | None, always: bool = False) -
         raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    mode = _new_file_mode(p)
-    with naming_the_file(p, always=True):  # not the temporary file's name, which the user never gave
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, mode)
-        with naming_the_file(p), os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(p.parent)
-    return p
-
-
 def atomic_write_with(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Have `write(tmp)` write the file at a temporary path of its own (unique, beside `path`), then make
     it durable and put it in place. For writers that want a path (pyarrow, kaleido) rather than bytes:
@@ -108,6 +86,10 @@ def atomic_write_with(path: str | os.PathLike[str], write: Callable[[Path], obje
         raise
     fsync_dir(p.parent)
     return p
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    return atomic_write_with(path, lambda tmp: tmp.write_bytes(data))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
