@@ -3,11 +3,24 @@ command that hangs must not leave its worker processes behind for the rest of th
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
+
+# Whether this process forks the ingest and dag workers itself (Python < 3.12; a forkserver after)
+FORKED = "fork" in mp.get_all_start_methods() and sys.version_info < (3, 12)
+needs_fork = pytest.mark.skipif(
+    not FORKED, reason="the workers must be forked to inherit the patch that makes one of them fail"
+)
+# On Python 3.12+ the workers start from a forkserver: this process forks none of them, so an at-fork
+# callback never runs in it and there is no moment "while the workers are forked" to press Ctrl-C in
+forks_here = pytest.mark.skipif(
+    not FORKED, reason="this process forks no workers to press Ctrl-C during (Python 3.12+ uses a forkserver)"
+)
 
 
 def run_group(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from procs import run_group
+from procs import forks_here, needs_fork, run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.dag._pool as dag_pool
@@ -31,16 +31,6 @@ from trajlab.errors import WorkerDiedError
 from trajlab.examples import generate_examples
 from trajlab.ingest import ingest
 from trajlab.store import Lab
-
-FORKED = "fork" in mp.get_all_start_methods() and sys.version_info < (3, 12)
-needs_fork = pytest.mark.skipif(
-    not FORKED, reason="the workers must be forked to inherit the patch that makes one of them fail"
-)
-# On Python 3.12+ the workers start from a forkserver: this process forks none of them, so an at-fork
-# callback never runs in it and there is no moment "while the workers are forked" to press Ctrl-C in
-forks_here = pytest.mark.skipif(
-    not FORKED, reason="this process forks no workers to press Ctrl-C during (Python 3.12+ uses a forkserver)"
-)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ again gives the same lab as an ingest that never failed."""
 from __future__ import annotations
 
 import errno
-import multiprocessing as mp
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from procs import run_group
+from procs import forks_here, needs_fork, run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.ingest._run as ingest_run
@@ -26,16 +25,6 @@ from trajlab.cli import cli
 from trajlab.examples import generate_examples
 from trajlab.ingest import ingest
 from trajlab.store import Lab, query
-
-FORKED = "fork" in mp.get_all_start_methods() and sys.version_info < (3, 12)
-needs_fork = pytest.mark.skipif(
-    not FORKED, reason="the workers must be forked to inherit the patch that makes one of them fail"
-)
-# On Python 3.12+ the workers start from a forkserver: this process forks none of them, so an at-fork
-# callback never runs in it and there is no moment "while the workers are forked" to press Ctrl-C in
-forks_here = pytest.mark.skipif(
-    not FORKED, reason="this process forks no workers to press Ctrl-C during (Python 3.12+ uses a forkserver)"
-)
 
 
 @pytest.fixture(scope="module")
