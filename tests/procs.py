@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +25,12 @@ forks_here = pytest.mark.skipif(
 )
 
 
-def run_group(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_group(
+    argv: list[str], timeout: float = 120, reap: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` in a process group of its own; a child still running after `timeout` s fails the
+    test (its whole group is killed first). With `reap`, wait up to that many seconds for the
+    child's workers to exit too: any still alive are killed and fail the test."""
     p = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -33,4 +40,32 @@ def run_group(argv: list[str], timeout: float = 120) -> subprocess.CompletedProc
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         pytest.fail(f"{argv[:3]}... still running after {timeout} s (its process group was killed)")
+    if reap is not None:
+        deadline = time.monotonic() + reap
+        while group_alive(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = group_alive(p.pid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == [], f"workers outlived the command: {left}"
     return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the process group `pgid`, from /proc."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(p.name))
+    return pids
+
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/stat").exists(), reason="needs /proc to find left-over workers"
+)

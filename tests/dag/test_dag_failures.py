@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from procs import forks_here, needs_fork, run_group
+from procs import forks_here, needs_fork, needs_proc, run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.dag._pool as dag_pool
@@ -170,6 +170,40 @@ def test_a_killed_worker_is_a_worker_error_naming_the_lab(
     monkeypatch.setattr(dag_pool, "build_into", real)
     build_lab(lab, progress=False, workers=2)
     assert dag_tables(lab) == roomy
+
+
+KILLED_FROM_OUTSIDE = """
+import multiprocessing as mp, os, signal, sys, threading, time
+import trajlab.dag._store as dag_store
+from trajlab.cli import main
+dag_store.POOL_MIN_STEPS, dag_store.TASK_STEPS = 0, 50
+def kill_first_worker():  # as a user or the OOM killer would: from outside, however it was started
+    while True:
+        kids = mp.active_children()
+        if kids:
+            os.kill(kids[0].pid, signal.SIGKILL)
+            return
+        time.sleep(0.001)
+threading.Thread(target=kill_first_worker, daemon=True).start()
+main(["dag", sys.argv[1], "-q", "-j", "2"])
+"""
+
+
+@needs_proc
+def test_a_worker_killed_from_outside_is_a_worker_error_on_every_start_method(tmp_path: Path) -> None:
+    """The killed-worker test above needs forked workers (a patch of the test process makes one kill
+    itself), so on Python 3.12+ (forkserver) nothing checked a worker's death. Here the parent kills its
+    first worker as soon as it exists, which works with fork, forkserver and spawn alike."""
+    generate_examples(tmp_path / "set", n_tasks=40, seed=5)  # enough steps to keep the workers busy
+    lab = tmp_path / "lab"
+    ingest([tmp_path / "set" / "runs"], lab, workers=1, progress=False)
+    g0 = Lab.open(lab).generation
+    p = run_group([sys.executable, "-c", KILLED_FROM_OUTSIDE, str(lab)], reap=10)
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert lines[0].startswith(f"Error: {lab}: a DAG worker process died") and "rolled back" in lines[0]
+    assert Lab.open(lab).generation == g0 and staged(lab) == [] and not Lab.open(lab).has("dag_nodes")
 
 
 CTRL_C_AT_FORK = """
