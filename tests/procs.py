@@ -69,3 +69,18 @@ def group_alive(pgid: int) -> list[int]:
 needs_proc = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="needs /proc to find left-over workers"
 )
+
+
+# Python for a child script: a thread that SIGKILLs the script's first worker process as soon as it
+# exists, from outside, as a user or the OOM killer would (works with fork, forkserver and spawn alike)
+KILL_FIRST_WORKER = """
+import multiprocessing as _mp, os as _os, signal as _signal, threading as _threading, time as _time
+def _kill_first_worker():
+    while True:
+        kids = _mp.active_children()
+        if kids:
+            _os.kill(kids[0].pid, _signal.SIGKILL)
+            return
+        _time.sleep(0.001)
+_threading.Thread(target=_kill_first_worker, daemon=True).start()
+"""

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from procs import forks_here, needs_fork, needs_proc, run_group
+from procs import KILL_FIRST_WORKER, forks_here, needs_fork, needs_proc, run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.dag._pool as dag_pool
@@ -172,21 +172,16 @@ def test_a_killed_worker_is_a_worker_error_naming_the_lab(
     assert dag_tables(lab) == roomy
 
 
-KILLED_FROM_OUTSIDE = """
-import multiprocessing as mp, os, signal, sys, threading, time
+KILLED_FROM_OUTSIDE = (
+    KILL_FIRST_WORKER
+    + """
+import sys
 import trajlab.dag._store as dag_store
 from trajlab.cli import main
 dag_store.POOL_MIN_STEPS, dag_store.TASK_STEPS = 0, 50
-def kill_first_worker():  # as a user or the OOM killer would: from outside, however it was started
-    while True:
-        kids = mp.active_children()
-        if kids:
-            os.kill(kids[0].pid, signal.SIGKILL)
-            return
-        time.sleep(0.001)
-threading.Thread(target=kill_first_worker, daemon=True).start()
 main(["dag", sys.argv[1], "-q", "-j", "2"])
 """
+)
 
 
 @needs_proc

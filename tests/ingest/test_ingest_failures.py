@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from procs import forks_here, needs_fork, needs_proc, run_group
+from procs import KILL_FIRST_WORKER, forks_here, needs_fork, needs_proc, run_group
 from tmpfs import fill, tmpfs
 
 import trajlab.ingest._run as ingest_run
@@ -154,20 +154,12 @@ def test_a_killed_worker_is_a_clear_error_not_a_hang(example_runs: Path, roomy: 
     assert content(lab) == roomy
 
 
-KILLED_FROM_OUTSIDE = textwrap.dedent(
+KILLED_FROM_OUTSIDE = KILL_FIRST_WORKER + textwrap.dedent(
     """
-    import multiprocessing as mp, os, signal, sys, threading, time
+    import sys
     import trajlab.ingest._run as run
     from trajlab.cli import main
     run.POOL_MIN_BYTES = 0
-    def kill_first_worker():  # as a user or the OOM killer would: from outside, however it was started
-        while True:
-            kids = mp.active_children()
-            if kids:
-                os.kill(kids[0].pid, signal.SIGKILL)
-                return
-            time.sleep(0.001)
-    threading.Thread(target=kill_first_worker, daemon=True).start()
     main(["ingest", sys.argv[1], "--out", sys.argv[2], "-q", "-j", "2"])
     """
 )
