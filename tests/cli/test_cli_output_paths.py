@@ -166,3 +166,14 @@ def test_out_on_a_full_disk_says_the_disk_is_full_and_keeps_the_old_file(lab: Pa
             assert err.strip() == f"Error: cannot write {out}: No space left on device", err
         filler.unlink()
         assert snapshot(fs) == before
+
+
+def test_writing_into_words_a_full_disk_as_write_out_does(tmp_path: Path) -> None:
+    """pyarrow's full-disk OSError carries errno 28 with its own strerror ('Error writing bytes to
+    file. Detail: ...'); the folder-writing commands repeated it while --out said 'No space left'."""
+    from trajlab.cli._output import writing_into
+    from trajlab.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e, writing_into(tmp_path):
+        raise OSError(28, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+    assert str(e.value) == f"cannot write into {tmp_path}: No space left on device"

@@ -86,4 +86,5 @@ def writing_into(folder: str | Path) -> Iterator[None]:
         yield
     except OSError as e:
         where = e.filename if isinstance(e.filename, str) else f"into {folder}"
-        raise ConfigError(f"cannot write {where}: {e.strerror or e}") from None
+        reason = os.strerror(e.errno) if e.errno in _NOT_THE_FOLDER else (e.strerror or e)
+        raise ConfigError(f"cannot write {where}: {reason}") from None
