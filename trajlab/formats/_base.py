@@ -299,6 +299,9 @@ class Adapter:
     extensions: ClassVar[tuple[str, ...]] = (".json",)
     priority: ClassVar[int] = 50  # lower runs first when several adapters could claim a file
     description: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    """Bump when parse() gives different rows for the same input (a fix, a new field): incremental
+    ingest re-parses the units a lab recorded with an older version (`sources.adapter_version`)."""
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
         """True if this is one of this adapter's primary files (look at the name and the first bytes)."""

@@ -1,8 +1,10 @@
 """Decide what an ingest run has to do: which units are new or changed, unchanged, touched only,
 duplicates of other units, and which unknown files and meta sidecars need (re)recording.
 
-A unit is unchanged when its member files, sizes and mtimes equal the ones recorded in `sources` and
-the meta sidecar entries that apply to its runs are the same as last time. Only units of equal total
+A unit is unchanged when its member files, sizes and mtimes equal the ones recorded in `sources`, the
+meta sidecar entries that apply to its runs are the same as last time, and the adapter that claims it
+now is the one, at the same version, that parsed it (else it is *reparsed*: a file no adapter knew that
+a new adapter recognises, or a unit parsed by an adapter that has changed since). Only units of equal total
 size can be byte-identical, so only those are hashed up front to find duplicates and touched files.
 """
 
@@ -29,6 +31,7 @@ SOURCE_COLUMNS = [
     "meta_digest",
     "runner",
     "format",
+    "adapter_version",
     "status",
     "duplicate_of",
     "records_seen",
@@ -56,6 +59,23 @@ def _recorded(row: dict[str, Any]) -> Fingerprint:
     return tuple(row["files"]), tuple(row["sizes"]), tuple(row["mtimes_ns"])
 
 
+def parsed_by(row: dict[str, Any]) -> tuple[str | None, int]:
+    """(adapter name, version) that wrote a `sources` row; rows from before the version column: 1."""
+    return row.get("format"), row.get("adapter_version") or 1
+
+
+def _stale(old: dict[str, Any], unit: SourceUnit) -> str | None:
+    """Why a recorded unit must be parsed again though its bytes did not change, or None."""
+    name, version = parsed_by(old)
+    adapter = get_adapter(unit.adapter)
+    if old["status"] == "unknown" or name != adapter.name:
+        was = "no adapter" if old["status"] == "unknown" or name is None else name
+        return f"now recognised by {adapter.name} (was {was})"
+    if version != adapter.version:
+        return f"{adapter.name} v{version} -> v{adapter.version}"
+    return None
+
+
 @dataclass
 class Plan:
     existing: dict[str, dict[str, Any]]
@@ -73,6 +93,7 @@ class Plan:
     meta_changed: list[Path] = field(default_factory=list)  # sidecars to (re)record
     meta_gone: list[str] = field(default_factory=list)  # remembered sidecars that no longer exist
     shared: set[str] = field(default_factory=set)  # companion files read by several units
+    reparsed: dict[str, str] = field(default_factory=dict)  # unit key -> why its same bytes are parsed again
 
 
 def _expected_meta(plan: Plan, key: str, native_ids: list[str | None]) -> str | None:
@@ -103,7 +124,10 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
             plan.vanished.append(key)
             continue
         old = existing.get(key)
-        if not force and old is not None and _recorded(old) == fp:
+        stale = None if old is None or force else _stale(old, unit)
+        if stale is not None and _recorded(old) == fp:  # type: ignore[arg-type]
+            plan.reparsed[key] = stale
+        elif not force and old is not None and _recorded(old) == fp:
             if old["status"] == "duplicate":
                 plan.unchanged[get_adapter(unit.adapter).runner] += 1
                 continue
@@ -176,11 +200,15 @@ def _find_duplicates(plan: Plan, force: bool, native_ids: dict[str, str | None])
                 plan.vanished.append(key)
                 continue
             old = plan.replaced.get(key)
+            stale = None if old is None or force else _stale(old, u)
+            if stale is not None and old is not None and old.get("digest") == u.digest:
+                plan.reparsed[key] = stale  # touched, and its adapter changed: parse it again
             if (
                 old is not None
                 and not force
                 and old.get("digest") == u.digest
                 and old["status"] != "duplicate"
+                and stale is None
                 and _expected_meta(plan, key, [native_ids.get(t) for t in old.get("trajectory_ids") or []])
                 == old.get("meta_digest")
             ):

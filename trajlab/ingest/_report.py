@@ -61,6 +61,7 @@ class IngestReport:
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (path, duplicate of)
     missing: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)
+    reparsed: dict[str, int] = field(default_factory=dict)  # why (adapter changed) -> units parsed again
     skipped: int = 0
     bytes: int = 0
     seconds: float = 0.0
@@ -127,6 +128,8 @@ class IngestReport:
             lines.append(f"unknown format (quarantined): {path}: {_clip(_LOCATION.sub('', why, count=1))}")
         for path, other in self.duplicates[:SHOW_QUARANTINED]:
             lines.append(f"duplicate (not ingested again): {path} = {other}")
+        for why, n in sorted(self.reparsed.items()):
+            lines.append(f"parsed again, bytes unchanged: {n} unit{'s' * (n != 1)} {why}")
         for path in self.missing:
             lines.append(f"missing input: {path}")
         for path in self.vanished:

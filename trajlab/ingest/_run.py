@@ -12,6 +12,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -140,6 +141,7 @@ def ingest(
         report.vanished = list(plan.vanished)
         for runner, n in plan.unchanged.items():
             report.runners[runner].unchanged += n
+        report.reparsed = dict(Counter(plan.reparsed.values()))
 
         n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
         batches = _batches(plan.todo, plan.sizes, n_workers)
@@ -235,7 +237,9 @@ def _absorb(txn: Transaction, br: BatchResult, plan: Plan, report: IngestReport)
         for q in ur.quarantined:
             report.note_quarantined(*q)
         key = src["source_path"]
-        _forget(txn, key, src["files"], plan.replaced.get(key), set(src["trajectory_ids"]), plan.shared)
+        # a unit parsed again by a changed adapter may have new steps under the same ids: its DAGs go too
+        keep = set() if key in plan.reparsed else set(src["trajectory_ids"])
+        _forget(txn, key, src["files"], plan.replaced.get(key), keep, plan.shared)
         if key in plan.moved:  # the same bytes were ingested under the old path: drop those rows
             old_key = plan.moved[key]
             _forget(txn, old_key, [], plan.existing.get(old_key), set(src["trajectory_ids"]))
@@ -295,6 +299,7 @@ def _record_bookkeeping(txn: Transaction, plan: Plan, report: IngestReport) -> N
                     "digest": u.digest,
                     "runner": runner,
                     "format": u.adapter,
+                    "adapter_version": get_adapter(u.adapter).version,
                     "status": "duplicate",
                     "duplicate_of": other,
                     "ingested_at": now,

@@ -339,6 +339,7 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
         "meta_digest": meta.digest_of(op.applied_meta) if meta is not None and op.applied_meta else None,
         "runner": op.runner,
         "format": op.fmt,
+        "adapter_version": get_adapter(unit.adapter).version,
         "status": status,
         "records_seen": ctx.records_seen,
         "records_ingested": ctx.records_ingested,

@@ -238,6 +238,12 @@ class Source(Table):
     )
     runner: str | None = Field(None, description="Runner of the adapter that claimed the unit.")
     format: str | None = Field(None, description="Format name of the adapter.")
+    adapter_version: int | None = Field(
+        None,
+        description="Version of that adapter (`Adapter.version`); a unit recorded with another version, "
+        "or by another adapter, is parsed again. Null in labs written before this column existed (read "
+        "as version 1) and for files no adapter recognised.",
+    )
     status: Literal["ingested", "partial", "quarantined", "duplicate", "unknown"] = Field(
         description="ingested, partial (some records quarantined), quarantined, duplicate (same bytes as "
         "another unit) or unknown (no adapter recognised it)."

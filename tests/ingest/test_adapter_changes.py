@@ -1,0 +1,155 @@
+"""Incremental ingest after trajlab changed: a unit whose bytes did not change is parsed again when the
+adapter that parsed it has a new version, or when a file no adapter knew is now claimed by one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from trajlab.dag import build_lab
+from trajlab.formats import Adapter, ParseContext, ParsedTrajectory, SourceUnit, adapters, hookimpl
+from trajlab.formats import get_adapter as _get_adapter
+from trajlab.formats._registry import plugin_manager
+from trajlab.ingest import ingest
+from trajlab.store import Lab, query
+
+
+def _sources(lab_dir: Path) -> dict[str, dict]:
+    rows = query(
+        Lab.open(lab_dir), "select source_path, format, adapter_version, status, trajectory_ids from sources"
+    ).to_pylist()
+    return {Path(r["source_path"]).name: r for r in rows}
+
+
+def test_a_new_adapter_version_reparses_only_its_units(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, invariant
+) -> None:
+    lab = tmp_path / "lab"
+    ingest([runs], lab, workers=1, progress=False)
+    build_lab(lab, progress=False)
+    before = _sources(lab)
+    assert {r["format"]: r["adapter_version"] for r in before.values()} == {
+        "codex-rollout": 1,
+        "claude-code": 1,
+    }
+
+    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 2)
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.commits == 1
+    assert {k: (v.files, v.unchanged) for k, v in rep.runners.items()} == {
+        "codex": (1, 0),
+        "claude_code": (0, 1),
+    }
+    assert rep.reparsed == {"codex-rollout v1 -> v2": 1}
+    assert "parsed again, bytes unchanged: 1 unit codex-rollout v1 -> v2" in rep.format()
+    after = _sources(lab)
+    assert {r["format"]: r["adapter_version"] for r in after.values()} == {
+        "codex-rollout": 2,
+        "claude-code": 1,
+    }
+    # same bytes, same ids: the runs were replaced, not added
+    assert {k: r["trajectory_ids"] for k, r in after.items()} == {
+        k: r["trajectory_ids"] for k, r in before.items()
+    }
+    assert query(Lab.open(lab), "select count(*) n from trajectories").to_pylist() == [{"n": 2}]
+    invariant(Lab.open(lab))
+    # the re-parsed run's DAG rows went with its old steps (they may not match the new ones); the other
+    # run's stay, and `trajlab dag` builds the missing one
+    dags = query(Lab.open(lab), "select t.runner from dag_metrics join trajectories t using (trajectory_id)")
+    assert dags.to_pylist() == [{"runner": "claude_code"}]
+    assert build_lab(lab, progress=False).built == 1
+
+    again = ingest([runs], lab, workers=1, progress=False)
+    assert again.commits == 0 and again.reparsed == {}
+
+
+def test_a_lab_from_before_adapter_versions_counts_as_version_1(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written before the column existed read as null: taken as version 1, so upgrading trajlab
+    does not re-parse a whole lab unless an adapter really changed."""
+    from trajlab.ingest import _worker
+
+    real = _worker._close_unit
+
+    def without_version(*a, **k):  # type: ignore[no-untyped-def]
+        res = real(*a, **k)
+        res.source.pop("adapter_version")
+        return res
+
+    monkeypatch.setattr(_worker, "_close_unit", without_version)  # a sources row as trajlab 0.1 wrote it
+    lab = tmp_path / "lab"
+    ingest([runs], lab, workers=1, progress=False)
+    assert {r["adapter_version"] for r in _sources(lab).values()} == {None}
+    monkeypatch.undo()
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.commits == 0 and rep.reparsed == {}
+    monkeypatch.setattr(type(_get_adapter("claude-code")), "version", 2)
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.reparsed == {"claude-code v1 -> v2": 1}
+
+
+class ToyTraceAdapter(Adapter):
+    """A third-party format: `*.toytrace.json` = {"task": ..., "calls": [command, ...]}."""
+
+    name = "toy-trace"
+    runner = "toy"
+    extensions = (".toytrace.json",)
+
+    def sniff(self, path: Path, head_bytes: bytes) -> bool:
+        return head_bytes.lstrip().startswith(b'{"task"')
+
+    def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
+        doc = orjson.loads(unit.primary.read_bytes())
+        ctx.records_seen += 1
+        ctx.records_ingested += 1
+        steps = [{"kind": "user", "text": doc["task"]}] + [
+            {"kind": "tool_call", "tool_name": "shell", "arguments": {"command": c}, "call_id": f"c{i}"}
+            for i, c in enumerate(doc["calls"])
+        ]
+        yield ParsedTrajectory({"task_id": doc["task"]}, steps, native_key=doc["task"])
+
+
+class _ToyPlugin:
+    @hookimpl
+    def register_adapters(self, register: Callable[[type[Adapter]], None]) -> None:
+        register(ToyTraceAdapter)
+
+
+@pytest.fixture()
+def toy_plugin() -> Iterator[Callable[[], None]]:
+    pm = plugin_manager()
+
+    def install() -> None:
+        pm.register(_ToyPlugin(), name="toy-plugin")
+        adapters.cache_clear()
+
+    yield install
+    if pm.has_plugin("toy-plugin"):
+        pm.unregister(name="toy-plugin")
+    adapters.cache_clear()
+
+
+def test_a_file_no_adapter_knew_is_ingested_once_a_plugin_claims_it(
+    tmp_path: Path, toy_plugin: Callable[[], None], invariant
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.toytrace.json").write_bytes(orjson.dumps({"task": "count frames", "calls": ["ffprobe a.mp4"]}))
+    lab = tmp_path / "lab"
+    first = ingest([runs], lab, workers=1, progress=False)
+    assert [Path(p).name for p, _ in first.unknown] == ["a.toytrace.json"]
+    assert _sources(lab)["a.toytrace.json"]["status"] == "unknown"
+
+    toy_plugin()
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.unknown == [] and rep.reparsed == {"now recognised by toy-trace (was no adapter)": 1}
+    src = _sources(lab)["a.toytrace.json"]
+    assert (src["status"], src["format"], src["adapter_version"]) == ("ingested", "toy-trace", 1)
+    l2 = Lab.open(lab)
+    assert query(l2, "select count(*) n from quarantine").to_pylist() == [{"n": 0}]
+    assert query(l2, "select tool from steps where kind = 'tool_call'").to_pylist() == [{"tool": "ffprobe"}]
+    invariant(l2)
