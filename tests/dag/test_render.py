@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
 
 import networkx as nx
 import pytest
@@ -164,3 +167,22 @@ def test_a_secret_cut_by_a_label_is_not_shown_in_part() -> None:
     for text in shown:
         assert SECRET[:12] not in text
     assert f"{pad} …" in shown[0]  # the rest of the label is still shown
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed (.ci/run installs it)")
+def test_graphviz_draws_dot_labels_literally() -> None:
+    """Backslash sequences are Graphviz escapes (\\N is the node name, \\l a line break): each label must
+    come out of real `dot` as the transcript's text, character for character."""
+    weird = 'type C:\\new\\temp\\ "x" \\N \\G \\E <b>{x}</b> end\\'
+    r = Run()
+    r.user("go")
+    r.bash(weird, "out")
+    r.bash('echo "a\\\\"', "done")
+    r.say("answer \\n literal é 日本")
+    p = subprocess.run(
+        ["dot", "-Tsvg"], input=export(r.dag(), "dot").encode(), capture_output=True, timeout=60
+    )
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    texts = [t.text for t in ET.fromstring(p.stdout).iter("{http://www.w3.org/2000/svg}text")]
+    assert weird in texts and 'echo "a\\\\"' in texts and "answer \\n literal é 日本" in texts
+    assert texts.count("sequence") == 3
