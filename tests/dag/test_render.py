@@ -13,7 +13,7 @@ import pytest
 from dagfix import Run
 from test_omni import audio_run
 
-from trajlab.dag import export, render_text
+from trajlab.dag import StepDag, _render, export, render_text
 from trajlab.errors import ConfigError
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -186,3 +186,34 @@ def test_graphviz_draws_dot_labels_literally() -> None:
     texts = [t.text for t in ET.fromstring(p.stdout).iter("{http://www.w3.org/2000/svg}text")]
     assert weird in texts and 'echo "a\\\\"' in texts and "answer \\n literal é 日本" in texts
     assert texts.count("sequence") == 3
+
+
+def _networkx_graphml(d: StepDag) -> str:
+    """The export as networkx writes it (the writer trajlab used before its own)."""
+    g = nx.MultiDiGraph()
+    for k, v in _render._redacted_metrics(d).items():
+        if v is not None:
+            g.graph[k] = _render._scalar(v)
+    for n in _render._redacted_nodes(d):
+        g.add_node(
+            n["node_id"],
+            **{k: _render._scalar(v) for k, v in n.items() if v is not None and k != "trajectory_id"},
+        )
+    for e in _render._redacted_edges(d):
+        g.add_edge(
+            e["src"], e["dst"], key=e["type"], **{k: e[k] for k in ("type", "artifact", "rule") if e.get(k)}
+        )
+    return "\n".join(nx.generate_graphml(g)) + "\n"
+
+
+@pytest.mark.parametrize("make", [_tricky, audio_run])
+def test_graphml_reads_back_as_networkx_own_writer_does(make) -> None:  # type: ignore[no-untyped-def]
+    r = make()
+    r.bash("printf 'a\\rb'", "carriage\rreturn \x01 <tag> & \"q\" 'a'", exit_code=1)
+    d = r.dag()
+    ours = nx.read_graphml(io.BytesIO(export(d, "graphml").encode()), force_multigraph=True)
+    theirs = nx.read_graphml(io.BytesIO(_networkx_graphml(d).encode()), force_multigraph=True)
+    assert ours.graph == theirs.graph
+    assert dict(ours.nodes(data=True)) == dict(theirs.nodes(data=True))
+    assert sorted(ours.edges(keys=True, data=True)) == sorted(theirs.edges(keys=True, data=True))
+    assert ours.number_of_edges() == len(d.edges)

@@ -14,6 +14,7 @@ import orjson
 
 from ..errors import ConfigError
 from ..redact import bidi_visible, redact
+from ._graphml import graphml
 from ._model import StepDag
 from ._nodes import CONTROL_CHARS, clean_label
 
@@ -159,7 +160,7 @@ def _redacted_edges(dag: StepDag) -> list[dict[str, Any]]:
 
 
 def export(dag: StepDag, fmt: str = "json") -> str:
-    """The DAG as a `json` document, `graphml` (networkx) or Graphviz `dot` text (secrets redacted)."""
+    """The DAG as a `json` document, `graphml` (networkx reads it) or Graphviz `dot` text (secrets redacted)."""
     if fmt == "json":
         metrics = {k: v for k, v in _redacted_metrics(dag).items() if k != "decisive_candidates"}
         doc = {
@@ -193,20 +194,21 @@ def _scalar(v: Any) -> Any:
 
 
 def _graphml(dag: StepDag) -> str:
-    import networkx as nx
-
-    g = nx.MultiDiGraph()
-    for k, v in _redacted_metrics(dag).items():
-        if v is not None:
-            g.graph[k] = _scalar(v)
-    for n in _redacted_nodes(dag):
-        g.add_node(
-            n["node_id"], **{k: _scalar(v) for k, v in n.items() if v is not None and k != "trajectory_id"}
+    graph = {k: _scalar(v) for k, v in _redacted_metrics(dag).items() if v is not None}
+    nodes = [
+        (n["node_id"], {k: _scalar(v) for k, v in n.items() if v is not None and k != "trajectory_id"})
+        for n in _redacted_nodes(dag)
+    ]
+    edges = [
+        (
+            e["src"],
+            e["dst"],
+            e["type"],
+            {k: _scalar(e[k]) for k in ("type", "artifact", "rule") if e.get(k) is not None},
         )
-    for e in _redacted_edges(dag):
-        attrs = {k: _scalar(e[k]) for k in ("type", "artifact", "rule") if e.get(k) is not None}
-        g.add_edge(e["src"], e["dst"], key=e["type"], **attrs)
-    return "\n".join(nx.generate_graphml(g)) + "\n"
+        for e in _redacted_edges(dag)
+    ]
+    return graphml(graph, nodes, edges)
 
 
 _EDGE_STYLE = {
