@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -64,24 +64,32 @@ class ParsedTrajectory:
 
 
 # The forms of ISO 8601 that Python 3.11+ `datetime.fromisoformat` reads and 3.10's (which reads only
-# what `isoformat()` writes) does not: a fraction of other than 3 or 6 digits (nanoseconds from Go and
+# what `isoformat()` writes) does not: the basic format without separators (20240102T030405Z), hours
+# without seconds or minutes, a fraction of other than 3 or 6 digits (nanoseconds from Go and
 # OpenTelemetry, trimmed zeros) or after a comma, and a +HHMM or +HH offset. Matched after a Z became
-# +00:00; `_iso_for_310` rewrites them as 3.11 reads them (a fraction truncated to microseconds).
-_ISO_310 = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:[.,](\d+))?([+-]\d{2}(?::?\d{2})?)?")
+# +00:00; `_iso_for_310` reads them as 3.11 does (a fraction truncated to microseconds).
+_ISO_310 = re.compile(
+    r"(\d{4})-?(\d{2})-?(\d{2})"
+    r"(?:[T ](\d{2})(?::?(\d{2})(?::?(\d{2})(?:[.,](\d+))?)?)?)?"
+    r"(?:([+-])(\d{2})(?::?(\d{2}))?)?"
+)
 
 
 def _iso_for_310(s: str) -> datetime | None:
     m = _ISO_310.fullmatch(s)
     if m is None:
         return None
-    day, frac, tz = m.groups()
-    iso = day + ("." + (frac + "00000")[:6] if frac else "")
-    if tz:
-        tz = tz.replace(":", "")
-        iso += tz[:3] + ":" + (tz[3:] or "00")
+    y, mo, d, hh, mm, ss, frac, sign, tzh, tzm = m.groups()
     try:
-        return datetime.fromisoformat(iso)
-    except ValueError:  # an impossible date or time
+        tz = None
+        if sign:
+            off = timedelta(hours=int(tzh), minutes=int(tzm or 0))
+            tz = timezone(-off if sign == "-" else off)
+        return datetime(
+            int(y), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0),
+            int((frac + "00000")[:6]) if frac else 0, tzinfo=tz,
+        )  # fmt: skip
+    except ValueError:  # an impossible date, time or offset
         return None
 
 
