@@ -11,6 +11,11 @@ written as `<root>`. The recorded snapshot is `golden_rows.json`; rewrite it (on
 ingested rows is intended) with:
 
     python tests/ingest/golden_rows.py --write
+
+The snapshot also records the adapter versions and `ROWS_VERSION` it was made with (`_versions`). A
+rewrite in which trajectory or step rows of a format changed, while neither that adapter's `version`
+nor `ROWS_VERSION` moved, is refused: existing labs would keep the old rows, since incremental ingest
+re-parses unchanged files only when those versions change.
 """
 
 from __future__ import annotations
@@ -122,12 +127,50 @@ def ingest_snapshot(tmp: Path, workers: int = 1) -> tuple[dict[str, dict[str, st
     return snapshot(lab, root), lab, root
 
 
+def versions() -> dict[str, int]:
+    from trajlab.formats import ROWS_VERSION, adapters
+
+    return {"rows": ROWS_VERSION, **{a.name: a.version for a in adapters()}}
+
+
+def unbumped(
+    now: dict[str, dict[str, str]], want: dict[str, Any], lab: Lab, root: Path, current: dict[str, int]
+) -> list[str]:
+    """Formats whose trajectory or step rows changed (or vanished) against `want` while neither their
+    adapter's version nor ROWS_VERSION differs from the versions `want` was recorded with."""
+    old = want.get("_versions") or {}
+    if old.get("rows", 1) != current["rows"]:
+        return []
+    fmt = {r["trajectory_id"]: r["format"] for r in canonical_rows(lab, "trajectories", root).values()}
+    steps = canonical_rows(lab, "steps", root)
+    changed: set[str] = set()
+    for table in ("trajectories", "steps"):
+        a, b = now.get(table, {}), want.get(table, {})
+        for k in b:
+            if k not in a:
+                changed.add("(a format whose rows vanished)")
+            elif a[k] != b[k]:
+                tid = k if table == "trajectories" else steps[k]["trajectory_id"]
+                changed.add(fmt[tid])
+    return sorted(f for f in changed if f not in old or old.get(f, 1) == current.get(f))
+
+
 def main() -> None:
     if sys.argv[1:] != ["--write"]:
         sys.exit(__doc__)
+    want = orjson.loads(GOLDEN.read_bytes()) if GOLDEN.exists() else {}
+    current = versions()
     with tempfile.TemporaryDirectory() as d:
-        snap, _, _ = ingest_snapshot(Path(d))
-    GOLDEN.write_bytes(orjson.dumps(snap, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        snap, lab, root = ingest_snapshot(Path(d))
+        stale = unbumped(snap, want, lab, root, current) if want else []
+    if stale:
+        sys.exit(
+            f"rows of {', '.join(stale)} changed but no version did: bump that adapter's `version` (or "
+            "ROWS_VERSION in trajlab/formats/_finish.py for a change every adapter's rows go through), "
+            "so that existing labs re-parse their files, then write again"
+        )
+    out: dict[str, Any] = {**snap, "_versions": current}
+    GOLDEN.write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     print(f"wrote {GOLDEN}: " + ", ".join(f"{t} {len(v)} rows" for t, v in snap.items()))
 
 

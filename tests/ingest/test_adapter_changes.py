@@ -153,3 +153,30 @@ def test_a_file_no_adapter_knew_is_ingested_once_a_plugin_claims_it(
     assert query(l2, "select count(*) n from quarantine").to_pylist() == [{"n": 0}]
     assert query(l2, "select tool from steps where kind = 'tool_call'").to_pylist() == [{"tool": "ffprobe"}]
     invariant(l2)
+
+
+def test_a_new_rows_version_reparses_every_unit(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change of what every adapter's rows go through (tool normalization, say) bumps ROWS_VERSION."""
+    from trajlab.ingest import _plan, _worker
+
+    lab = tmp_path / "lab"
+    ingest([runs], lab, workers=1, progress=False)
+    assert {r["format"]: r["rows_version"] for r in _rows_versions(lab)} == {
+        "codex-rollout": 1,
+        "claude-code": 1,
+    }
+    monkeypatch.setattr(_plan, "ROWS_VERSION", 2)
+    monkeypatch.setattr(_worker, "ROWS_VERSION", 2)
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.reparsed == {"trajlab's row finishing (tool normalization, ids) v1 -> v2": 2}
+    assert {r["format"]: r["rows_version"] for r in _rows_versions(lab)} == {
+        "codex-rollout": 2,
+        "claude-code": 2,
+    }
+    assert ingest([runs], lab, workers=1, progress=False).commits == 0
+
+
+def _rows_versions(lab_dir: Path) -> list[dict]:
+    return query(Lab.open(lab_dir), "select format, rows_version from sources").to_pylist()

@@ -106,3 +106,32 @@ def test_tool_seq_numbers_each_tools_calls_in_step_order(tmp_path: Path) -> None
     assert others.column(0).to_pylist() == [0]
     repeats = query(lab, "SELECT count(*) FROM steps WHERE tool_seq > 1 AND agent_id <> 'main'")
     assert repeats.column(0).to_pylist()[0] > 0  # sub-agents' repeated calls are numbered too
+
+
+def test_a_snapshot_with_changed_rows_needs_a_version_bump(tmp_path: Path) -> None:
+    """golden_rows.py --write refuses changed rows of a format whose adapter version did not move."""
+    from golden_rows import unbumped, versions
+
+    now, lab, root = ingest_snapshot(tmp_path)
+    current = versions()
+    want = {**orjson.loads(orjson.dumps(now)), "_versions": dict(current)}
+    assert unbumped(now, want, lab, root, current) == []
+    steps = canonical_rows(lab, "steps", root)
+    codex_step = next(
+        k for k, r in steps.items() if r["trajectory_id"] in _of_format(lab, root, "codex-rollout")
+    )
+    want["steps"][codex_step] = "0" * 16  # as if the recorded row had been different
+    assert unbumped(now, want, lab, root, current) == ["codex-rollout"]
+    assert unbumped(now, want, lab, root, {**current, "codex-rollout": 2}) == []
+    assert unbumped(now, want, lab, root, {**current, "rows": 2}) == []
+    del want["trajectories"][next(iter(want["trajectories"]))]
+    want["trajectories"]["t_gone"] = "0" * 16
+    assert unbumped(now, want, lab, root, {**current, "codex-rollout": 2}) == [
+        "(a format whose rows vanished)"
+    ]
+
+
+def _of_format(lab, root: Path, fmt: str) -> set[str]:  # type: ignore[no-untyped-def]
+    return {
+        r["trajectory_id"] for r in canonical_rows(lab, "trajectories", root).values() if r["format"] == fmt
+    }

@@ -21,7 +21,7 @@ from ._base import (
     raw_of,
     read_jsonl,
 )
-from ._finish import finish_trajectory, outcome_from_reward
+from ._finish import ROWS_VERSION, finish_trajectory, outcome_from_reward
 from ._registry import (
     adapters,
     candidate_extensions,
@@ -33,6 +33,7 @@ from ._registry import (
 )
 
 __all__ = [
+    "ROWS_VERSION",
     "Adapter",
     "CallLinker",
     "ParseContext",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..formats import SourceUnit, get_adapter
+from ..formats import ROWS_VERSION, SourceUnit, get_adapter
 from ..store import Lab
 from ._discover import Discovery
 from ._meta import MetaIndex, load_meta, norm_path
@@ -32,6 +32,7 @@ SOURCE_COLUMNS = [
     "runner",
     "format",
     "adapter_version",
+    "rows_version",
     "status",
     "duplicate_of",
     "records_seen",
@@ -73,6 +74,9 @@ def _stale(old: dict[str, Any], unit: SourceUnit) -> str | None:
         return f"now recognised by {adapter.name} (was {was})"
     if version != adapter.version:
         return f"{adapter.name} v{version} -> v{adapter.version}"
+    rows = old.get("rows_version") or 1
+    if old["status"] != "duplicate" and rows != ROWS_VERSION:
+        return f"trajlab's row finishing (tool normalization, ids) v{rows} -> v{ROWS_VERSION}"
     return None
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import xxhash
 
 from ..errors import SchemaError
-from ..formats import ParseContext, SourceUnit, finish_trajectory, get_adapter
+from ..formats import ROWS_VERSION, ParseContext, SourceUnit, finish_trajectory, get_adapter
 from ..gcutil import fewer_gc_passes
 from ..schema import DIGEST_ALGORITHM
 from ..sigutil import ignore_sigint
@@ -340,6 +340,7 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
         "runner": op.runner,
         "format": op.fmt,
         "adapter_version": get_adapter(unit.adapter).version,
+        "rows_version": ROWS_VERSION,
         "status": status,
         "records_seen": ctx.records_seen,
         "records_ingested": ctx.records_ingested,

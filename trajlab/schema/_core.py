@@ -244,6 +244,12 @@ class Source(Table):
         "or by another adapter, is parsed again. Null in labs written before this column existed (read "
         "as version 1) and for files no adapter recognised.",
     )
+    rows_version: int | None = Field(
+        None,
+        description="Version of the row finishing shared by all adapters (tool normalization, ids; "
+        "`trajlab.formats.ROWS_VERSION`) that made the unit's rows; another version re-parses the unit. "
+        "Null in labs written before this column existed (read as 1).",
+    )
     status: Literal["ingested", "partial", "quarantined", "duplicate", "unknown"] = Field(
         description="ingested, partial (some records quarantined), quarantined, duplicate (same bytes as "
         "another unit) or unknown (no adapter recognised it)."
