@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -107,9 +108,18 @@ def test_n_reviewers_per_item_is_enforced(tmp_path: Path) -> None:
         carol.submit("t_ok", "audio_perception")
 
 
-def _race(args: tuple[str, str, str]) -> str:
-    lab_path, ann, who = args
-    q = ReviewQueue(Lab.open(lab_path), Tax(), who, reviewers_per_item=1, store=AnnotationStore(ann, "ds"))
+def _race(args: tuple[str, str, str, float]) -> str:
+    lab_path, ann, who, start = args
+    store = AnnotationStore(ann, "ds")
+    real = store.append
+
+    def slow_append(rec):  # type: ignore[no-untyped-def]
+        time.sleep(0.5)  # widen the window between the reviewer check and the append: only the lock closes it
+        return real(rec)
+
+    store.append = slow_append  # type: ignore[method-assign]
+    q = ReviewQueue(Lab.open(lab_path), Tax(), who, reviewers_per_item=1, store=store)
+    time.sleep(max(0.0, start - time.time()))  # all submit at the same moment, however long start-up took
     try:
         q.submit("t_a", "audio_perception")
         return "ok"
@@ -119,8 +129,10 @@ def _race(args: tuple[str, str, str]) -> str:
 
 def test_reviewer_limit_holds_when_annotators_submit_at_once(tmp_path: Path) -> None:
     lab = build(tmp_path)
-    with mp.get_context("fork").Pool(4) as pool:
-        results = pool.map(_race, [(str(lab.root), str(tmp_path / "ann"), f"r{i}") for i in range(4)])
+    # spawn, not fork: forking the threaded pytest process is unsafe (and warned about on 3.12+)
+    start = time.time() + 8
+    with mp.get_context("spawn").Pool(4) as pool:
+        results = pool.map(_race, [(str(lab.root), str(tmp_path / "ann"), f"r{i}", start) for i in range(4)])
     assert sorted(results) == ["ok", "refused", "refused", "refused"]
     assert len(AnnotationStore(tmp_path / "ann", "ds").records(trajectory_id="t_a")) == 1
 
