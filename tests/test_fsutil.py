@@ -49,3 +49,69 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         atomic_write_bytes(p, 12345)  # type: ignore[arg-type]
     assert p.read_text() == "old"
     assert [x.name for x in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_a_failed_block_removes_the_folders_it_made_and_keeps_the_rest(tmp_path):
+    """The folders a failed write made (the output folder, its new parents, new folders below an
+    existing one) are removed when still empty; folders that were there, or hold a file, stay."""
+    from trajlab.fsutil import make_dirs, removing_new_dirs_on_error
+
+    there = tmp_path / "there"
+    (there / "old").mkdir(parents=True)
+    out = tmp_path / "a" / "b" / "out"
+    with pytest.raises(OSError), removing_new_dirs_on_error(out):
+        make_dirs(out / "figs" / "deep")
+        make_dirs(there / "new" / "deeper")  # inside a folder that existed: only make_dirs knows
+        (out / "untracked").mkdir()  # below a new folder: anyone's
+        make_dirs(there / "kept")
+        (there / "kept" / "f.txt").write_text("x")
+        raise OSError(28, "No space left on device")
+    assert not (tmp_path / "a").exists()
+    assert sorted(p.name for p in there.iterdir()) == ["kept", "old"]
+    assert (there / "kept" / "f.txt").read_text() == "x"
+
+
+def test_a_block_that_succeeds_or_is_interrupted(tmp_path):
+    from trajlab.fsutil import make_dirs, removing_new_dirs_on_error
+
+    with removing_new_dirs_on_error(tmp_path / "ok"):
+        make_dirs(tmp_path / "ok" / "empty")
+    assert (tmp_path / "ok" / "empty").is_dir()  # success: what was made stays, empty or not
+    with pytest.raises(KeyboardInterrupt), removing_new_dirs_on_error(tmp_path / "x"):
+        make_dirs(tmp_path / "x" / "y")
+        raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok"]
+
+
+def test_nested_blocks_the_outer_one_removes_what_the_inner_one_made(tmp_path):
+    from trajlab.fsutil import make_dirs, removing_new_dirs_on_error
+
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError), removing_new_dirs_on_error(tmp_path / "out"):
+        with removing_new_dirs_on_error():
+            make_dirs(tmp_path / "out" / "inner")
+        assert (tmp_path / "out" / "inner").is_dir()
+        raise ValueError("bad input found late")
+    assert list((tmp_path / "out").iterdir()) == []  # out existed: kept, empty
+
+
+def test_make_dirs_counts_only_the_folders_it_created(tmp_path, monkeypatch):
+    """A folder that appears between the check and the mkdir (another process) is not ours."""
+    import trajlab.fsutil as fsutil
+
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(path, *a, **k):
+        if os.path.basename(path) == "raced":
+            real_mkdir(path)  # made by someone else just before us
+        return real_mkdir(path, *a, **k)
+
+    monkeypatch.setattr(fsutil.os, "mkdir", racing_mkdir)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(OSError), fsutil.removing_new_dirs_on_error(tmp_path / "out"):
+        fsutil.make_dirs(tmp_path / "out" / "raced" / "ours")
+        raise OSError(5, "Input/output error")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["raced"]
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(FileExistsError):  # as Path.mkdir(parents=True, exist_ok=True) says
+        fsutil.make_dirs(tmp_path / "afile" / "x")

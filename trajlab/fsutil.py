@@ -1,12 +1,19 @@
-"""Atomic file writes: readers see the old file or the new one, never a half-written mix."""
+"""Atomic file writes: readers see the old file or the new one, never a half-written mix; and a failed
+write leaves no empty folder it made behind."""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+PathLike = str | os.PathLike[str]
+
+# One list per enclosing `removing_new_dirs_on_error`: the folders `make_dirs` created in its block.
+_MADE: contextvars.ContextVar[tuple[list[Path], ...]] = contextvars.ContextVar("_MADE", default=())
 
 
 def fsync_dir(d: Path) -> None:
@@ -20,6 +27,72 @@ def fsync_dir(d: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def make_dirs(path: PathLike) -> Path:
+    """`mkdir -p path`, telling every enclosing `removing_new_dirs_on_error` which folders it created
+    (only those: a folder another process made at the same moment is not counted as ours)."""
+    p = Path(path)
+    missing = []
+    for d in (p, *p.parents):
+        if d.is_dir():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+            continue
+        for made in _MADE.get():
+            made.append(d.absolute())
+    return p
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """`path` and its parents that do not exist yet, deepest first."""
+    out = []
+    for d in (path, *path.parents):
+        if os.path.lexists(d):
+            break
+        out.append(d)
+    return out
+
+
+def _remove_empty_below(top: Path) -> None:
+    """Remove the empty folders under `top` (not `top`), deepest first."""
+    for dirpath, _dirs, _files in os.walk(top, topdown=False):
+        if Path(dirpath) != top:
+            with contextlib.suppress(OSError):
+                os.rmdir(dirpath)
+
+
+@contextlib.contextmanager
+def removing_new_dirs_on_error(*paths: PathLike) -> Iterator[None]:
+    """On an exception (Ctrl-C too), remove the folders made in the block that are still empty, deepest
+    first: those `make_dirs` created, and the ones among `paths` (the folders a command writes into) and
+    their parents that did not exist on entry, with the empty folders below those (anyone may have made
+    them). A folder that existed on entry is never removed, nor one with anything in it.
+
+    So a command that fails after creating its output folder (a full disk, an input found bad late)
+    does not leave `out/`, or `a/b/out/`, behind empty."""
+    new = [d for p in paths for d in _missing_dirs(Path(p).absolute())]
+    made: list[Path] = []
+    token = _MADE.set((*_MADE.get(), made))
+    try:
+        yield
+    except BaseException:
+        _MADE.reset(token)
+        for top in new:
+            if top.is_dir() and not top.is_symlink():
+                _remove_empty_below(top)
+        # deepest first: a child is removed before its parent is tried
+        for d in sorted({*made, *new}, key=lambda d: len(d.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        raise
+    _MADE.reset(token)
 
 
 def _read_umask() -> int:
@@ -66,7 +139,7 @@ def atomic_write_with(path: str | os.PathLike[str], write: Callable[[Path], obje
     it durable and put it in place. For writers that want a path (pyarrow, kaleido) rather than bytes:
     two writers of the same file never share a temporary file, and a failed write leaves none behind."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(p.parent)
     mode = _new_file_mode(p)
     with naming_the_file(p, always=True):  # not the temporary file's name, which the user never gave
         fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)

@@ -177,3 +177,32 @@ def test_writing_into_words_a_full_disk_as_write_out_does(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as e, writing_into(tmp_path):
         raise OSError(28, "Error writing bytes to file. Detail: [errno 28] No space left on device")
     assert str(e.value) == f"cannot write into {tmp_path}: No space left on device"
+
+
+def _left(fs: Path) -> list[str]:
+    return sorted(str(p.relative_to(fs)) for p in fs.rglob("*") if p.name != "filler")
+
+
+def test_a_write_that_fails_on_a_full_disk_leaves_no_empty_folders(lab: Path, tmp_path: Path) -> None:
+    """Each command made its output folder (and the missing folders above it) before the first write
+    failed, and left them behind empty: `a/b/tables/`, `a/b/` for `sql --out a/b/x.csv`, ... A folder
+    that was there before stays."""
+    from tmpfs import fill, tmpfs
+
+    traj = _trajectory(lab)
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        (fs / "there").mkdir()
+        fill(fs)
+        for args in (
+            ("tables", str(lab), "--out", "{new}/tables", "--only", "tool_gaps"),
+            ("examples", "{new}/ex", "--tasks", "2"),
+            ("demo", "-o", "{new}/demo", "-q", "--tasks", "2"),
+            ("sql", str(lab), "select * from steps", "--out", "{new}/x.csv"),
+            ("gaps", str(lab), "--out", "{new}/x.parquet"),
+            ("dag", "export", str(lab), traj, "--out", "{new}/x.json"),
+        ):
+            for new in (fs / "a" / "b", fs / "there" / "b"):
+                r = run(*[a.replace("{new}", str(new)) for a in args])
+                err = r.stderr.strip()
+                assert r.code == 1 and "No space left on device" in err and "\n" not in err, r.text
+                assert _left(fs) == ["there"], (args, new, _left(fs))

@@ -75,3 +75,19 @@ def test_an_image_that_does_not_fit_leaves_the_earlier_one_in_place(fig_lab, tmp
         filler.unlink()
         rep = export_figures(fig_lab, out, formats=("png",), only=["tool_gaps"], progress=False)
         assert rep.ok and (out / "tool_gaps.png").read_bytes().startswith(earlier[:40])
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_figures_on_a_full_disk_leave_no_empty_folders(fig_lab, tmp_path):
+    """`figures --out a/b/figs` made a/, a/b/ and figs/ and left them empty when the first file could
+    not be written."""
+    if not HAS_BROWSER:
+        pytest.skip("no Chromium (apt-get install chromium)")
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        fill(fs)
+        out = fs / "a" / "b" / "figs"
+        args = ("figures", str(fig_lab.root), "--out", str(out), "--only", "tool_gaps", "--no-progress")
+        err = fails(*args, "--format", "svg")
+        assert f"Error: cannot write {out}/tool_gaps." in err and "No space left on device" in err
+        assert sorted(p.name for p in fs.iterdir()) == ["filler"]

@@ -12,6 +12,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from ..errors import ConfigError
+from ..fsutil import removing_new_dirs_on_error
 from ..schema import TABLES
 
 T = TypeVar("T")
@@ -69,10 +70,12 @@ def check_outside_lab(out: str | Path, lab: str | Path | None) -> None:
 
 
 def write_out(out: str | Path, write: Callable[[], T], lab: str | Path | None = None) -> T:
-    """Run `write` (which writes `out`), turning file-system errors into a ConfigError naming `out`."""
+    """Run `write` (which writes `out`), turning file-system errors into a ConfigError naming `out`;
+    the folders it made for `out` are removed again when the write fails."""
     check_outside_lab(out, lab)
     try:
-        return write()
+        with removing_new_dirs_on_error(Path(out).parent):
+            return write()
     except (OSError, pa.ArrowException) as e:
         reason = why_unwritable(Path(out), e) if isinstance(e, OSError) else str(e)
         raise ConfigError(f"cannot write {out}: {reason}") from None
@@ -81,10 +84,12 @@ def write_out(out: str | Path, write: Callable[[], T], lab: str | Path | None = 
 @contextmanager
 def writing_into(folder: str | Path) -> Iterator[None]:
     """An OSError while a command writes its files into `folder` (a full disk, a read-only file system)
-    becomes a one-line ConfigError naming the file (or folder) that could not be written."""
-    try:
-        yield
-    except OSError as e:
-        where = e.filename if isinstance(e.filename, str) else f"into {folder}"
-        reason = os.strerror(e.errno) if e.errno in _NOT_THE_FOLDER else (e.strerror or e)
-        raise ConfigError(f"cannot write {where}: {reason}") from None
+    becomes a one-line ConfigError naming the file (or folder) that could not be written. On any error
+    the folders made for `folder` (and inside it) that are still empty are removed again."""
+    with removing_new_dirs_on_error(folder):
+        try:
+            yield
+        except OSError as e:
+            where = e.filename if isinstance(e.filename, str) else f"into {folder}"
+            reason = os.strerror(e.errno) if e.errno in _NOT_THE_FOLDER else (e.strerror or e)
+            raise ConfigError(f"cannot write {where}: {reason}") from None
