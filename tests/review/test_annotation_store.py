@@ -225,3 +225,72 @@ def test_concurrent_writers_keep_every_line_intact(tmp_path: Path) -> None:
     assert all(json.loads(x)["annotator"] == "shared" for x in lines[:-1])
     assert len({r.trajectory_id for r in store.records(annotator="shared")}) == 160
     assert len(store.records(annotator="ann1")) == len(store.records(annotator="ann2")) == 30
+
+
+def test_a_refused_first_record_leaves_no_empty_file(tmp_path: Path) -> None:
+    """A first record of a new annotator refused after the file was opened (it supersedes a record
+    not in the file) left an empty alice.jsonl, and a new dataset folder, behind."""
+    store = AnnotationStore(tmp_path / "ann", "ds")
+    with pytest.raises(InputFileError, match="which is not in this file"):
+        store.append(rec(supersedes="hr_0123456789abcdef"))
+    assert not (tmp_path / "ann").exists()
+    store.append(rec(annotator="bob"))
+    with pytest.raises(InputFileError, match="which is not in this file"):
+        store.append(rec(supersedes="hr_0123456789abcdef"))
+    assert store.annotators() == ["bob"]
+    # an existing file is kept as it was, empty too
+    (tmp_path / "ann" / "ds" / "carol.jsonl").touch()
+    with pytest.raises(InputFileError, match="which is not in this file"):
+        store.append(rec(annotator="carol", supersedes="hr_0123456789abcdef"))
+    assert (tmp_path / "ann" / "ds" / "carol.jsonl").read_bytes() == b""
+
+
+def test_a_writer_waiting_for_a_file_that_a_failed_first_append_removes_writes_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed first append removes the empty file (and the folders) it created, while another writer
+    may hold an fd of that file and wait for its lock: that writer must make the folder and the file
+    again, not append to the removed file (its label would be lost)."""
+    import fcntl
+    import threading
+
+    import trajlab.review._files as files
+    import trajlab.review._store as store_mod
+
+    a_holds, b_waits = threading.Event(), threading.Event()
+    real_flock, real_append = fcntl.flock, store_mod.append_line
+
+    def flock(fd: int, op: int) -> None:
+        name = threading.current_thread().name
+        if name == "b" and op == fcntl.LOCK_EX:
+            b_waits.set()  # b has opened the file a created
+        real_flock(fd, op)
+        if name == "a" and op == fcntl.LOCK_EX:
+            a_holds.set()
+
+    def append_line(fd: int, line: str, p: Path) -> None:
+        if threading.current_thread().name == "a":
+            assert b_waits.wait(10)
+            raise InputFileError(str(p), "cannot write the annotation file: No space left on device")
+        real_append(fd, line, p)
+
+    monkeypatch.setattr(files.fcntl, "flock", flock)
+    monkeypatch.setattr(store_mod, "append_line", append_line)
+    errors: list[BaseException] = []
+
+    def write(tid: str) -> None:
+        try:
+            AnnotationStore(tmp_path / "ann", "ds").append(rec(tid))
+        except BaseException as e:
+            errors.append(e)
+
+    a = threading.Thread(target=write, args=("t_one",), name="a")
+    b = threading.Thread(target=write, args=("t_two",), name="b")
+    a.start()
+    assert a_holds.wait(10)  # a holds the lock of the file it created
+    b.start()
+    a.join(10)
+    b.join(10)
+    assert [type(e) for e in errors] == [InputFileError], errors
+    store = AnnotationStore(tmp_path / "ann", "ds")
+    assert [r.trajectory_id for r in store.records()] == ["t_two"] and store.read().problems == []

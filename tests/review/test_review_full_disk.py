@@ -39,3 +39,29 @@ def test_an_append_on_a_full_disk_names_the_file_and_leaves_no_half_line(tmp_pat
         filler.unlink()
         store.append(_rec("t2"))
         assert [r.trajectory_id for r in store.records()] == ["t1", "t2"] and store.read().problems == []
+
+
+def test_a_first_label_on_a_full_disk_leaves_no_empty_annotator_file(tmp_path: Path) -> None:
+    """An empty alice.jsonl was left, which read as an annotator with no labels (`annotations validate`
+    counted "2 files, 1 records"); and the first label of a new store left annotations/study/ empty."""
+    from cli_harness import run
+
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        store = AnnotationStore(fs / "annotations", "study")
+        store.append({**_rec("t1"), "annotator": "bob", "note": "short"})
+        filler = fill(fs)
+        path = store.path_for("alice")
+        with pytest.raises(InputFileError) as e:
+            store.append(_rec("t1"))
+        msg = str(e.value)
+        assert msg.startswith(f"{path}: ") and "no space left on the device" in msg and "\n" not in msg, msg
+        assert not path.exists() and store.annotators() == ["bob"]
+        r = run("annotations", "validate", "--annotations", str(fs / "annotations"), "-d", "study")
+        assert r.stdout.strip() == "1 files, 1 records: 0 errors, 0 warnings", r.text
+        new = AnnotationStore(fs / "new-annotations", "study")
+        with pytest.raises(InputFileError, match="no space left on the device"):
+            new.append(_rec("t1"))
+        assert not (fs / "new-annotations").exists()
+        filler.unlink()
+        store.append(_rec("t1"))
+        assert store.annotators() == ["alice", "bob"] and store.read().problems == []

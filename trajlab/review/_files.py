@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputFileError
-from ..fsutil import fsync_dir
+from ..fsutil import fsync_dir, make_dirs, removing_new_dirs_on_error
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -158,24 +158,72 @@ def read_file(
 
 @contextmanager
 def locked(path: Path, create: bool = True) -> Iterator[int]:
-    """An fd of `path` (O_APPEND) held under an exclusive flock for the duration."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = path.exists()
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-        fd = os.open(path, flags, 0o644)
-    except OSError as e:
-        raise os_error(path, "write", e) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if not existed:
-            fsync_dir(path.parent)
-        yield fd
-    finally:
+    """An fd of `path` (O_APPEND) held under an exclusive flock for the duration.
+
+    A file (and folders) this call created are removed again when the block fails with nothing written
+    (a full disk, a refused record): an empty `<annotator>.jsonl` would read as an annotator with no
+    labels. Removal happens under the lock, and a process that was waiting for it sees that its fd is
+    no longer the file at `path` and opens the path again, so no label goes to a removed file."""
+    with removing_new_dirs_on_error(path.parent):
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            make_dirs(path.parent)
+            fd, created = _open_locked(path, create)
+        except OSError as e:
+            raise os_error(path, "write", e) from None
+        try:
+            if created:
+                fsync_dir(path.parent)
+            yield fd
+        except BaseException:
+            if created:
+                with contextlib.suppress(OSError):
+                    if os.fstat(fd).st_size == 0:
+                        os.unlink(path)
+                        fsync_dir(path.parent)
+            raise
         finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+def _open_locked(path: Path, create: bool) -> tuple[int, bool]:
+    """(fd of `path` under an exclusive flock, whether this call created the file)."""
+    flags = os.O_RDWR | os.O_APPEND
+    while True:
+        created = False
+        if not create:
+            fd = os.open(path, flags)
+        else:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                created = True
+            except FileNotFoundError:  # its folder was removed since (a failed first append's)
+                make_dirs(path.parent)
+                continue
+            except FileExistsError:
+                try:
+                    fd = os.open(path, flags)
+                except FileNotFoundError:
+                    if not os.path.islink(path):
+                        continue  # removed since (a failed first append): create it again
+                    fd = os.open(path, flags | os.O_CREAT, 0o644)  # a dangling symlink: its target
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            st = os.fstat(fd)
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
             os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            return fd, created
+        os.close(fd)  # removed (or replaced) while we waited for the lock: open the path again
+        if not create and now is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
 
 
 def os_error(path: Path, action: str, e: OSError, kind: str = "the annotation file") -> InputFileError:
