@@ -32,7 +32,7 @@ def test_an_append_on_a_full_disk_names_the_file_and_leaves_no_half_line(tmp_pat
         with pytest.raises(InputFileError) as e:
             store.append(_rec("t2"))
         msg = str(e.value)
-        assert str(path) in msg and "no space left on the device" in msg and "nothing was written" in msg
+        assert str(path) in msg and "No space left on device" in msg and "nothing was written" in msg
         # the part of the line that fitted was cut off again: the file is as it was, no bad line
         assert path.read_bytes() == before
         assert store.read().problems == []
@@ -54,12 +54,12 @@ def test_a_first_label_on_a_full_disk_leaves_no_empty_annotator_file(tmp_path: P
         with pytest.raises(InputFileError) as e:
             store.append(_rec("t1"))
         msg = str(e.value)
-        assert msg.startswith(f"{path}: ") and "no space left on the device" in msg and "\n" not in msg, msg
+        assert msg.startswith(f"{path}: ") and "No space left on device" in msg and "\n" not in msg, msg
         assert not path.exists() and store.annotators() == ["bob"]
         r = run("annotations", "validate", "--annotations", str(fs / "annotations"), "-d", "study")
         assert r.stdout.strip() == "1 files, 1 records: 0 errors, 0 warnings", r.text
         new = AnnotationStore(fs / "new-annotations", "study")
-        with pytest.raises(InputFileError, match="no space left on the device"):
+        with pytest.raises(InputFileError, match="No space left on device"):
             new.append(_rec("t1"))
         assert not (fs / "new-annotations").exists()
         filler.unlink()

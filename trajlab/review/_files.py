@@ -235,7 +235,7 @@ def os_error(path: Path, action: str, e: OSError, kind: str = "the annotation fi
         errno.EISDIR: "it is a folder, not a file",
         errno.ENOTDIR: "a part of the path is a file, not a folder",
         errno.EEXIST: "a file is where a folder should be",
-        errno.ENOSPC: "no space left on the device",
+        errno.ENOSPC: os.strerror(errno.ENOSPC),  # "No space left on device", as the other commands say
     }.get(e.errno or 0, e.strerror or str(e))
     target = e.filename if isinstance(e.filename, str) and e.filename != str(path) else None
     where = f" ({target})" if target else ""
