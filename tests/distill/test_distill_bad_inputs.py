@@ -457,6 +457,41 @@ def test_distill_unwritable_or_interrupted_output_leaves_no_partial_version(
     assert md.read_bytes().endswith(b"caf\xe9\n---\nx\n") and leftovers(out) == []
 
 
+def test_skills_that_do_not_fit_on_a_full_disk_leave_no_empty_folders(tmp_path: Path, good: Path) -> None:
+    """Each left the folders it had made behind empty: `distill --out a/b/skills` a/, a/b/, skills/,
+    skills/.history/distilled-general/ (and .history/distilled-general/ in an --out that existed),
+    `skills new --dir a/b/sk` a/, a/b/, sk/, `skills install` PROJECT/.claude/skills/ (and the project
+    folders above it), `--target prompt --output a/b/p.md` a/, a/b/. Folders that were there stay."""
+    from tmpfs import fill, tmpfs
+
+    probe_lab(tmp_path / "lab")
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        (fs / "there").mkdir()
+        fill(fs)
+        for new in (fs / "a" / "b", fs / "there"):
+            for args in (
+                (
+                    "distill",
+                    "--lab",
+                    str(tmp_path / "lab"),
+                    "--out",
+                    f"{new}/skills",
+                    "--min-support",
+                    "3",
+                    "-q",
+                ),
+                ("distill", "--lab", str(tmp_path / "lab"), "--out", str(new), "--min-support", "3", "-q"),
+                ("skills", "new", "brand-new", "--dir", f"{new}/sk"),
+                ("skills", "install", str(good), "--target", "claude", "--project", f"{new}/proj"),
+                ("skills", "install", str(good), "--target", "codex", "--project", str(new)),
+                ("skills", "install", str(good), "--target", "prompt", "--output", f"{new}/p.md"),
+            ):
+                text = fails(*args)
+                assert "No space left on device" in text, text
+                left = sorted(str(p.relative_to(fs)) for p in fs.rglob("*") if p.name != "filler")
+                assert left == ["there"], (args, left)
+
+
 # -- iterate ------------------------------------------------------------------------------------
 
 

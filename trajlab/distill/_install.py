@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ConfigError, InputFileError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, make_dirs, removing_new_dirs_on_error
 from ._skill import Skill, content_hash, content_hash_of, load_skill
 from ._spec import check_name, split_frontmatter, validate_skill
 
@@ -80,10 +80,14 @@ def new_skill_dir(name: str, parent: str | Path = "skills", author: str | None =
             break
     tmp = d.with_name(f".{name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        sk.write(tmp)
-        os.replace(tmp, d)  # the folder appears whole or not at all
+        with removing_new_dirs_on_error(d.parent):  # and no empty --dir folder left behind
+            try:
+                sk.write(tmp)
+                os.replace(tmp, d)  # the folder appears whole or not at all
+            except BaseException:
+                _remove(tmp)
+                raise
     except OSError as e:
-        _remove(tmp)
         raise ConfigError(f"cannot create {d}: {_why(e)}") from None
     return d
 
@@ -158,7 +162,8 @@ def install(
         if dest.exists() and not force and dest.read_bytes() != render_prompt(skill).encode("utf-8"):
             raise ConfigError(f"{dest} exists and differs; use --force to replace it")
         try:
-            atomic_write_text(dest, render_prompt(skill))
+            with removing_new_dirs_on_error(dest.parent):
+                atomic_write_text(dest, render_prompt(skill))
         except OSError as e:
             raise ConfigError(f"cannot write {dest}: {e.strerror or e}") from None
         return dest
@@ -178,7 +183,18 @@ def install(
             break
     tmp = dest.with_name(f".{dest.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        with removing_new_dirs_on_error(dest.parent):  # a failed copy leaves no empty .claude/skills/
+            _copy_in(src, tmp, dest)
+    except (OSError, shutil.Error) as e:
+        raise ConfigError(f"cannot install into {dest.parent}: {_why(e)}") from None
+    return dest
+
+
+def _copy_in(src: Path, tmp: Path, dest: Path) -> None:
+    """Copy the skill folder `src` to `tmp` beside `dest`, then swap it in (an existing copy moves back
+    if that fails); a failed copy is removed."""
+    try:
+        make_dirs(dest.parent)
         shutil.copytree(src, tmp, symlinks=False)
         for p in tmp.rglob("*"):  # copies are writable even when the source is a read-only snapshot
             p.chmod(p.stat().st_mode | 0o200)
@@ -194,10 +210,9 @@ def install(
             _remove(old)
         else:
             os.replace(tmp, dest)
-    except (OSError, shutil.Error) as e:
+    except BaseException:
         _remove(tmp)
-        raise ConfigError(f"cannot install into {dest.parent}: {_why(e)}") from None
-    return dest
+        raise
 
 
 def _recover(dest: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputFileError
+from ..fsutil import make_dirs
 from ._spec import (
     BODY_MAX_LINES,
     BODY_MAX_TOKENS,
@@ -177,14 +178,14 @@ class Skill:
 
     def write(self, d: Path) -> None:
         """Write SKILL.md and the reference files into folder `d` (created; existing files replaced)."""
-        d.mkdir(parents=True, exist_ok=True)
+        make_dirs(d)
         for rel, text in self.references.items():
             p = d / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(p.parent)
             p.write_text(text, encoding="utf-8")
         for rel, data in self.binaries.items():
             p = d / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(p.parent)
             p.write_bytes(data)
         (d / SKILL_FILE).write_text(self.render(), encoding="utf-8")
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import InputFileError, LabError
+from ..fsutil import removing_new_dirs_on_error
 from ..store import utcnow
 from ._skill import Skill, content_hash, content_hash_of, load_skill
 
@@ -146,7 +147,20 @@ class SkillStore:
         """Record `skill` as the next version (unless its content is unchanged) and make it live.
 
         `base` is the version the edit started from (default: the latest); the diff is taken from it.
+        A commit that fails (a full disk) leaves none of the folders it made (`.history/<name>/`, the
+        skills folder itself) behind empty.
         """
+        with removing_new_dirs_on_error(self.root):
+            return self._commit(skill, reason, operations, live, base)
+
+    def _commit(
+        self,
+        skill: Skill,
+        reason: str,
+        operations: list[dict[str, Any]] | None,
+        live: bool,
+        base: int | None,
+    ) -> Version:
         name = skill.name
         latest = self.latest(name)
         live_dir = self.live(name)
