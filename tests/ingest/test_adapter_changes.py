@@ -159,21 +159,22 @@ def test_a_new_rows_version_reparses_every_unit(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A change of what every adapter's rows go through (tool normalization, say) bumps ROWS_VERSION."""
+    from trajlab.formats import ROWS_VERSION as v
     from trajlab.ingest import _plan, _worker
 
     lab = tmp_path / "lab"
     ingest([runs], lab, workers=1, progress=False)
     assert {r["format"]: r["rows_version"] for r in _rows_versions(lab)} == {
-        "codex-rollout": 1,
-        "claude-code": 1,
+        "codex-rollout": v,
+        "claude-code": v,
     }
-    monkeypatch.setattr(_plan, "ROWS_VERSION", 2)
-    monkeypatch.setattr(_worker, "ROWS_VERSION", 2)
+    monkeypatch.setattr(_plan, "ROWS_VERSION", v + 1)
+    monkeypatch.setattr(_worker, "ROWS_VERSION", v + 1)
     rep = ingest([runs], lab, workers=1, progress=False)
-    assert rep.reparsed == {"trajlab's row finishing (tool normalization, ids) v1 -> v2": 2}
+    assert rep.reparsed == {f"trajlab's row finishing (tool normalization, ids) v{v} -> v{v + 1}": 2}
     assert {r["format"]: r["rows_version"] for r in _rows_versions(lab)} == {
-        "codex-rollout": 2,
-        "claude-code": 2,
+        "codex-rollout": v + 1,
+        "claude-code": v + 1,
     }
     assert ingest([runs], lab, workers=1, progress=False).commits == 0
 

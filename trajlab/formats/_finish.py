@@ -10,12 +10,17 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 1
+ROWS_VERSION = 2
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
 bump that adapter's `version` instead. `tests/ingest/golden_rows.py --write` refuses a snapshot whose
-rows changed without either."""
+rows changed without either.
+
+2: tool normalization names the program behind package and project runners (`yarn tsc` is tsc, `pdm
+run pytest` pytest), more process wrappers (`xvfb-run`, `script -c`, `watch`, `setsid`, `env -S`),
+`parallel` and containers (`docker exec c python x.py` is python); `env` alone is env; `bun`/`poetry`/
+`pdm`/`pipx` installs are web."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 
 def _set(words: str) -> frozenset[str]:
@@ -23,7 +24,10 @@ WEB_PROGRAMS = _set("curl wget yt-dlp http httpie aria2c lynx w3m gh ssh scp rsy
 GIT_WEB_VERBS = _set("clone fetch pull push ls-remote submodule")
 # Git's global options that take a separate value (`git -C repo push`): skipped to find the sub-command.
 GIT_OPTIONS_WITH_VALUE = _set("-C -c --git-dir --work-tree --namespace --config-env --super-prefix")
-INSTALLERS = _set("pip apt npm yarn pnpm conda mamba micromamba brew cargo gem uv apk dnf yum")
+INSTALLERS = _set(
+    "pip apt npm yarn pnpm bun conda mamba micromamba brew cargo gem uv apk dnf yum poetry pdm pipx pipenv "
+    "rye pixi"
+)
 # Environment managers whose `activate`/`deactivate`/`shell ...`/`init` only set up the shell, like
 # `cd` or `source venv/bin/activate`: the program run afterwards is the tool (`conda shell.bash hook`
 # is a `shell.*` verb).
@@ -42,6 +46,7 @@ TRIVIAL = _set(
     "cd pushd popd echo printf export set unset true false source . pwd sleep exit return read wait clear [ [[ test "
     "alias local declare typeset shift trap eval let"
 )
+SHELLS = _set("bash sh zsh dash ksh fish")
 # Wrappers that run the command after their options, with the options of each that take a value.
 WRAPPER_OPTIONS_WITH_VALUE: dict[str, frozenset[str]] = {
     "nohup": frozenset(),
@@ -55,23 +60,148 @@ WRAPPER_OPTIONS_WITH_VALUE: dict[str, frozenset[str]] = {
     "caffeinate": _set("-t -w"),
     "unbuffer": frozenset(),
     "chronic": frozenset(),
+    "setsid": frozenset(),
+    "xvfb-run": _set(
+        "-e --error-file -f --auth-file -n --server-num -p --xauth-protocol -s --server-args -w --wait"
+    ),
 }
 WRAPPERS_SIMPLE = frozenset(WRAPPER_OPTIONS_WITH_VALUE)
-# Package runners that fetch (if needed) and run a package's program: `uvx ruff check .` runs ruff.
-# {program: (sub-command words before the package, or () for none; options that take a value)}
-PACKAGE_RUNNERS: dict[str, tuple[tuple[tuple[str, ...], ...], frozenset[str]]] = {
-    "npx": ((), _set("-p --package")),
-    "pnpx": ((), _set("-p --package")),
-    "bunx": ((), _set("-p --package")),
-    "uvx": ((), _set("--from --with --with-editable --with-requirements -p --python --index --index-url")),
-    "uv": ((("tool", "run"),), _set("--from --with --with-editable --with-requirements -p --python")),
-    "pipx": ((("run",),), _set("--spec --python --pip-args --index-url")),
-    "npm": ((("exec",), ("x",)), _set("-p --package -w --workspace")),
-    "pnpm": ((("exec",), ("dlx",)), _set("-p --package --filter -F -C --dir")),
-    "yarn": ((("exec",), ("dlx",)), _set("-p --package")),
-    "bun": ((("x",),), _set("-p --package")),
+SUDO_OPTIONS_WITH_VALUE = _set(
+    "-u -g -C -D -h -p -r -t -U --user --group --close-from --chdir --host --prompt --role --type "
+    "--other-user"
+)
+ENV_OPTIONS_WITH_VALUE = _set("-u -C --unset --chdir")
+TIMEOUT_OPTIONS_WITH_VALUE = _set("-k -s --signal --kill-after")
+XARGS_OPTIONS_WITH_VALUE = _set(
+    "-I -n -P -d -L -s -E -a --max-args --max-procs --delimiter --arg-file --max-chars --max-lines"
+)
+# `script` options that take a value (util-linux, and BSD's `-F pipe`); its command is `-c CMD`.
+SCRIPT_OPTIONS_WITH_VALUE = _set(
+    "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format -o --output-limit -F"
+)
+WATCH_OPTIONS_WITH_VALUE = _set("-n --interval -q --equexit")
+PARALLEL_OPTIONS_WITH_VALUE = _set(
+    "-j --jobs -P --max-procs -S --sshlogin --sshloginfile --slf -a --arg-file --joblog --results --res "
+    "--delay --timeout -N -n --max-args -L --max-lines --colsep -C -I -d --delimiter -E --env --tmpdir "
+    "--workdir --wd --tagstring --halt --retries --memfree --load --nice --block --block-size --recstart "
+    "--recend --basefile --bf --return --trc --shebang-wrap --onall --transfer-file --tf"
+)
+
+
+class Launcher(NamedTuple):
+    """How a package or project runner names the program it runs."""
+
+    runs: tuple[tuple[str, ...], ...] = ()
+    """Sub-commands after which a program (or a package's program) is named: `pnpm exec eslint`,
+    `uv tool run ruff`; `()` means the program comes first (`npx tsc`)."""
+    scripts: tuple[str, ...] = ()
+    """Sub-commands after which a project script or a program is named (`yarn run build`, `pdm run
+    pytest`): only a known program counts (see `KNOWN_PROGRAMS`), a script keeps the runner's name."""
+    verbs: frozenset[str] = frozenset()
+    """The runner's own sub-commands, when any other word in their place is a project script or a
+    program, as after `scripts` (`yarn tsc`, `pnpm vitest run`; `yarn build` is a script)."""
+    options: frozenset[str] = frozenset()
+    """Options that take a separate value, before and after the sub-command."""
+    call: bool = False  # `-c CMD` / `--call CMD` runs a command line (`npx -c 'tsc && eslint .'`)
+    python: bool = False  # `run x.py` runs python on it, `run -m MOD` is `python -m MOD`
+    env_prefix: bool = False  # `hatch run test:pytest`: `ENV:` names an environment
+
+
+_UV_OPTIONS = (
+    "--from --with --with-editable --with-requirements -p --python --directory --project --package "
+    "--extra --group --only-group --no-group --env-file --index --index-url --extra-index-url "
+    "--default-index -f --find-links --config-file --cache-dir"
+)
+_CONDA_OPTIONS = _set("-n --name -p --prefix --cwd")
+# yarn 1 and yarn 2+ (berry) commands; `yarn X` for any other X runs the script or binary X.
+_YARN_VERBS = _set(
+    "access add audit autoclean bin cache check config constraints create dedupe dlx exec explain "
+    "generate-lock-entry global help import info init install licenses link list login logout node npm "
+    "outdated owner pack patch patch-commit plugin policies publish rebuild remove run search set stage "
+    "tag team test unlink unplug up upgrade upgrade-interactive version versions why workspace workspaces"
+)
+_PNPM_VERBS = _set(
+    "add i install it install-test update up upgrade remove rm uninstall un link ln unlink import rebuild "
+    "rb prune fetch patch patch-commit patch-remove audit list ls ll la outdated why licenses run test t "
+    "exec dlx create start publish pack recursive server store root bin config c get set init deploy "
+    "doctor env setup self-update cache catalog approve-builds ignored-builds sbom version view info help "
+    "dedupe restart stop"
+)
+LAUNCHERS: dict[str, Launcher] = {
+    "npx": Launcher(runs=((),), options=_set("-p --package -w --workspace"), call=True),
+    "pnpx": Launcher(runs=((),), options=_set("-p --package"), call=True),
+    "bunx": Launcher(runs=((),), options=_set("-p --package")),
+    "uvx": Launcher(runs=((),), options=_set(_UV_OPTIONS)),
+    "uv": Launcher(runs=(("tool", "run"), ("run",)), options=_set(_UV_OPTIONS), python=True),
+    "pipx": Launcher(runs=(("run",),), options=_set("--spec --python --pip-args --index-url")),
+    "npm": Launcher(
+        runs=(("exec",), ("x",)), options=_set("-p --package -w --workspace --prefix"), call=True
+    ),
+    "pnpm": Launcher(
+        runs=(("exec",), ("dlx",)),
+        scripts=("run",),
+        verbs=_PNPM_VERBS,
+        options=_set("-p --package --filter -F -C --dir --workspace-concurrency --reporter"),
+        call=True,
+    ),
+    "yarn": Launcher(
+        runs=(("exec",), ("dlx",)), scripts=("run",), verbs=_YARN_VERBS, options=_set("-p --package --cwd")
+    ),
+    "bun": Launcher(runs=(("x",),), scripts=("run",), options=_set("-p --package --cwd")),
+    "poetry": Launcher(runs=(("run",),), options=_set("-C --directory -P --project")),
+    "pipenv": Launcher(runs=(("run",),)),
+    "conda": Launcher(runs=(("run",),), options=_CONDA_OPTIONS),
+    "mamba": Launcher(runs=(("run",),), options=_CONDA_OPTIONS),
+    "micromamba": Launcher(runs=(("run",),), options=_CONDA_OPTIONS | _set("-a --attach")),
+    "pixi": Launcher(runs=(("exec",),), scripts=("run",), options=_set("-e --environment --manifest-path")),
+    "pdm": Launcher(scripts=("run",), options=_set("-p --project"), python=True),
+    "hatch": Launcher(scripts=("run",), options=_set("-e --env -p --project"), env_prefix=True),
+    "rye": Launcher(scripts=("run",), options=_set("--pyproject")),
 }
-SHELLS = _set("bash sh zsh dash ksh fish")
+# `corepack yarn ...` runs yarn (or pnpm, npm) at the version the project pins.
+COREPACK_TOOLS = _set("yarn pnpm npm npx pnpx")
+# Well-known command-line programs of JavaScript and Python projects: in a runner's script-or-program
+# place (`yarn tsc`, `pdm run mypy`) they name a program; any other word (`yarn build`) a project script.
+DEV_PROGRAMS = _set(
+    "tsc eslint prettier jest vitest mocha ava karma cypress playwright webpack webpack-cli vite rollup "
+    "esbuild tsup tsx ts-node nodemon next nuxt astro remix expo react-scripts ng vue-tsc vue-cli-service "
+    "svelte-kit svelte-check biome oxlint stylelint babel swc turbo nx lerna changeset prisma drizzle-kit "
+    "wrangler vercel netlify firebase http-server concurrently rimraf knip c8 nyc storybook docusaurus "
+    "eleventy hardhat ruff mypy black isort flake8 pylint pyright pyflakes bandit tox nox coverage "
+    "pre-commit sphinx-build mkdocs jupyter uvicorn gunicorn flask django-admin alembic celery streamlit "
+    "gradio twine maturin"
+)
+KNOWN_PROGRAMS = (
+    DEV_PROGRAMS
+    | BUILD_TOOLS
+    | INTERPRETERS
+    | AUDIO_PROGRAMS
+    | VIDEO_PROGRAMS
+    | IMAGE_PROGRAMS
+    | WEB_PROGRAMS
+    | SHELLS
+)
+# Container CLIs: `docker exec C CMD` / `docker run IMG CMD` run CMD in a container.
+CONTAINER_CLIS = _set("docker podman nerdctl")
+CONTAINER_GLOBAL_OPTIONS = _set("-H --host -c --context --config -l --log-level")
+CONTAINER_EXEC_OPTIONS = _set("-e --env --env-file -u --user -w --workdir --detach-keys")
+CONTAINER_RUN_OPTIONS = CONTAINER_EXEC_OPTIONS | _set(
+    "--add-host --annotation -a --attach --blkio-weight --blkio-weight-device --cap-add --cap-drop "
+    "--cgroup-parent --cgroupns --cidfile --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime "
+    "-c --cpu-shares --cpus --cpuset-cpus --cpuset-mems --device --device-cgroup-rule --device-read-bps "
+    "--device-read-iops --device-write-bps --device-write-iops --dns --dns-option --dns-search "
+    "--domainname --entrypoint --expose --gpus --group-add --health-cmd --health-interval "
+    "--health-retries --health-start-interval --health-start-period --health-timeout -h --hostname --ip "
+    "--ip6 --ipc --isolation --kernel-memory -l --label --label-file --link --link-local-ip --log-driver "
+    "--log-opt --mac-address -m --memory --memory-reservation --memory-swap --memory-swappiness --mount "
+    "--name --network --net --network-alias --net-alias --oom-score-adj --pid --pids-limit --platform -p "
+    "--publish --pull --restart --runtime --security-opt --shm-size --stop-signal --stop-timeout "
+    "--storage-opt --sysctl --tmpfs --ulimit --userns --uts -v --volume --volume-driver --volumes-from"
+)
+COMPOSE_GLOBAL_OPTIONS = _set("-f --file -p --project-name --profile --env-file --project-directory --ansi")
+COMPOSE_OPTIONS = CONTAINER_EXEC_OPTIONS | _set(
+    "--index --name --entrypoint -p --publish -v --volume -l --label --cap-add --cap-drop --pull"
+)
 # Shell reserved words: skipped before a command (`then ffmpeg ...`), or the command is not a program.
 KEYWORDS_PREFIX = _set("if then else elif while until do ! { time")
 KEYWORDS_NOT_COMMAND = _set("for select case esac done fi } function in ((")

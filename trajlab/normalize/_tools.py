@@ -1,23 +1,27 @@
 """Name the real tool behind a call, and tag its modality.
 
 A call is either one of the runner's own tools (Read, apply_patch, web_search, view_image, ...) or a
-shell command. Shell commands are parsed (see `_shell`) rather than substring-matched: wrappers such as
-`bash -lc '...'`, `sudo`, `env A=1`, `timeout 30`, `nohup`, `time -p`, `xargs`, `find -exec`, package
-runners (`npx`, `uvx`, `pipx run`, `pnpm exec`) and shell keywords (`for ...; do whisper "$f"; done`) are
-looked through, `python -m pip` is pip, `python -m whisper` is whisper, and every program of a pipeline
-or `$(...)` is listed in `programs`. `command -v python` (like `which python`) looks python up and runs
-nothing, so its program is `command`.
+shell command. Shell commands are parsed (see `_shell`) rather than substring-matched, and wrappers,
+launchers and containers are looked through (see `_resolve`): `bash -lc '...'`, `sudo`, `env A=1`,
+`timeout 30`, `nohup`, `time -p`, `xvfb-run`, `script -c`, `watch`; `xargs`, `find -exec`, `parallel`
+and `docker exec`/`run` (listed along with the program they run); package and project runners (`npx
+tsc`, `yarn tsc`, `pnpm exec eslint`, `uvx ruff`, `uv run pytest`, `pdm run`, `conda run -n env`; a
+project script such as `yarn build` keeps the runner's name); shell keywords (`for ...; do whisper
+"$f"; done`). `python -m pip` is pip, `python -m whisper` is whisper, and every program of a pipeline or
+`$(...)` is listed in `programs`. `command -v python` (like `which python`) looks python up and runs
+nothing, so its program is `command`. `ssh host CMD` is ssh's call (its command runs elsewhere).
 
 The tool of a command line is its most telling program: a media program (ffmpeg, whisper, tesseract...)
 over a network program, installer, interpreter or build tool, over any other program, over trivial
-builtins and shell set-up (cd, echo, export, `conda activate`...); the first one of the best rank wins.
-Git's global options are skipped to find its sub-command (`git -C repo push` is a network call).
+builtins, shell set-up (cd, echo, export, `conda activate`...) and programs that only run another one
+(`xargs`, `parallel`, `docker exec`); the first one of the best rank wins. Git's global options are
+skipped to find its sub-command (`git -C repo push` is a network call).
 
 The modality rules, in order:
 1. runner tools with a fixed modality (web_search -> web, view_image -> image, Read/Write/Edit -> file,
    or the file's extension when it names media);
 2. audio programs (whisper, sox, ...) -> audio; image programs (tesseract, imagemagick, ...) -> image;
-   network programs (curl, wget, yt-dlp, git clone, pip/apt/npm install) -> web;
+   network programs (curl, wget, yt-dlp, git clone, pip/apt/npm/poetry/bun install) -> web;
 3. ffmpeg/ffprobe -> by file extensions: audio output or `-vn` -> audio; video input -> video;
    audio input -> audio; image input -> image;
 4. interpreters (python, node, ...) -> the media modality of any media file argument or of the libraries
@@ -35,7 +39,6 @@ from typing import Any, NamedTuple
 import orjson
 
 from ._lexicon import (
-    ALIASES,
     AUDIO_EXT,
     AUDIO_PROGRAMS,
     BUILD_TOOLS,
@@ -53,14 +56,9 @@ from ._lexicon import (
     INSTALL_VERBS,
     INSTALLERS,
     INTERPRETERS,
-    KEYWORDS_NOT_COMMAND,
-    KEYWORDS_PREFIX,
     MEDIA_FILE_PROGRAMS,
-    PACKAGE_RUNNERS,
     PATH_KEYS,
     PY_IMPORT_MODALITY,
-    PY_MODULES,
-    PY_OPTIONS_WITH_VALUE,
     PYTHON_TOOLS,
     RUNNER_TOOLS,
     SHELL_TOOLS,
@@ -69,14 +67,10 @@ from ._lexicon import (
     VIDEO_EXT,
     VIDEO_PROGRAMS,
     WEB_PROGRAMS,
-    WRAPPER_OPTIONS_WITH_VALUE,
-    WRAPPERS_SIMPLE,
 )
+from ._resolve import CONTAINER_RUNNERS, container_command, program_name, resolve, skip_options
 from ._shell import parse_shell
 
-MAX_DEPTH = 6  # nested wrappers / `bash -c` levels looked through
-_VERSIONED = re.compile(r"(python|pip|node|ruby|perl|php)[\d.]*")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", flags=re.S)
 _PLAIN_ARG = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
@@ -85,124 +79,6 @@ class ToolInfo(NamedTuple):
     programs: tuple[str, ...]
     modality: str | None
     command: str | None
-
-
-@lru_cache(maxsize=8192)
-def program_name(word: str) -> str:
-    base = word.rsplit("/", 1)[-1].lower()
-    if base in ALIASES:
-        return ALIASES[base]
-    m = _VERSIONED.fullmatch(base)
-    if m:
-        return ALIASES.get(m.group(1), m.group(1))
-    return base
-
-
-def _skip_assignments(argv: list[str], i: int) -> int:
-    while i < len(argv) and "=" in argv[i] and _ASSIGNMENT.fullmatch(argv[i]):
-        i += 1
-    return i
-
-
-def _skip_options(argv: list[str], i: int, with_value: frozenset[str] = frozenset()) -> int:
-    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
-        if argv[i] == "--":
-            return i + 1
-        i += 2 if argv[i] in with_value else 1
-    return i
-
-
-Resolved = list[tuple[str, list[str]]]
-# Programs `_resolve` looks through or treats specially; every other program resolves to itself.
-_LOOKED_THROUGH = frozenset(
-    {"sudo", "doas", "env", "timeout", "xargs", "find", "python"}
-    | {"uv", "poetry", "pipenv", "conda", "mamba", "micromamba", "pixi"}
-    | set(PACKAGE_RUNNERS)
-    | WRAPPERS_SIMPLE
-    | SHELLS
-)
-_ENV_RUNNERS = frozenset({"uv", "poetry", "pipenv", "conda", "mamba", "micromamba", "pixi"})
-
-
-def _package_program(argv: list[str]) -> list[str]:
-    """`ruff@0.5 check` -> `ruff check`: a package runner's `name@version` runs the program `name`."""
-    if argv and "@" in argv[0][1:]:
-        name, _, version = argv[0][1:].partition("@")
-        if "/" not in version:  # `@scope/pkg` is a scoped name, not a version
-            return [argv[0][0] + name, *argv[1:]]
-    return argv
-
-
-def _resolve(argv: list[str], depth: int = 0) -> Resolved:
-    """Programs run by one simple command: [(program, its args)], looking through wrappers."""
-    i = _skip_assignments(argv, 0)
-    while i < len(argv) and argv[i] in KEYWORDS_PREFIX:
-        if argv[i] == "time" and argv[i + 1 : i + 2] and argv[i + 1].startswith("-"):
-            break  # `time -p cmd`: `time` with options, looked through as a wrapper below
-        i = _skip_assignments(argv, i + 1)
-    if i >= len(argv) or depth > MAX_DEPTH or argv[i] in KEYWORDS_NOT_COMMAND:
-        return []
-    prog = program_name(argv[i])
-    rest = argv[i + 1 :]
-    if prog not in _LOOKED_THROUGH:  # most programs: none of the cases below
-        return [(prog, rest)]
-    if prog in ("sudo", "doas"):
-        j = _skip_options(rest, 0, frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}))
-        return _resolve(rest[j:], depth + 1)
-    if prog == "env":
-        j = _skip_options(rest, 0, frozenset({"-u", "-C", "-S", "--unset", "--chdir"}))
-        return _resolve(rest[j:], depth + 1)
-    if prog == "timeout":
-        j = _skip_options(rest, 0, frozenset({"-k", "-s", "--signal", "--kill-after"}))
-        return _resolve(rest[j + 1 :], depth + 1)  # skip the duration
-    if prog in WRAPPERS_SIMPLE:
-        j = _skip_options(rest, 0, WRAPPER_OPTIONS_WITH_VALUE[prog])
-        if prog == "command" and any("v" in o or "V" in o for o in rest[:j] if o != "--"):
-            return [("command", rest)]  # `command -v python` looks python up (like `which`), runs nothing
-        return _resolve(rest[j:], depth + 1)
-    if prog == "xargs":
-        j = _skip_options(rest, 0, frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"}))
-        return [("xargs", rest), *_resolve(rest[j:], depth + 1)]
-    if prog == "find":
-        out: Resolved = [("find", rest)]
-        for k, a in enumerate(rest):
-            if a in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((m for m in range(k + 1, len(rest)) if rest[m] in (";", "+")), len(rest))
-                out += _resolve(rest[k + 1 : end], depth + 1)
-        return out
-    if prog in _ENV_RUNNERS and rest[:1] == ["run"]:
-        j = _skip_options(rest, 1, frozenset({"-n", "--name", "-p", "--prefix", "--with"}))
-        return _resolve(rest[j:], depth + 1)
-    if prog in PACKAGE_RUNNERS:
-        verbs, with_value = PACKAGE_RUNNERS[prog]
-        verb = next((v for v in verbs if tuple(rest[: len(v)]) == v), None)
-        if not verbs or verb is not None:
-            j = _skip_options(rest, len(verb or ()), with_value)
-            return _resolve(_package_program(rest[j:]), depth + 1)
-        return [(prog, rest)]
-    if prog in SHELLS:
-        for k, a in enumerate(rest):
-            if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-                if k + 1 < len(rest):
-                    return [
-                        pa for sc in parse_shell(rest[k + 1]).commands for pa in _resolve(sc.argv, depth + 1)
-                    ]
-                break
-        return [(prog, rest)]
-    if prog == "python":
-        j = 0
-        while j < len(rest) and rest[j].startswith("-") and rest[j] != "-":
-            if rest[j] == "-m" and j + 1 < len(rest):
-                mod = rest[j + 1]
-                target = PY_MODULES.get(mod, PY_MODULES.get(mod.split(".")[0]))
-                if target and target != "python":
-                    return [(target, rest[j + 2 :])]
-                return [("python", rest)]
-            if rest[j] == "-c":
-                break
-            j += 2 if rest[j] in PY_OPTIONS_WITH_VALUE else 1
-        return [("python", rest)]
-    return [(prog, rest)]
 
 
 def _ext(word: str) -> str | None:
@@ -271,8 +147,8 @@ def _program_modality(prog: str, args: list[str], script: str | None) -> str:
         return "image"
     if prog in WEB_PROGRAMS or (prog == "git" and _git_network(args)):
         return "web"
-    if prog in INSTALLERS:
-        return "web" if any(a in INSTALL_VERBS for a in args) else "compute"
+    if prog in INSTALLERS and (prog not in INTERPRETERS or (args[:1] and args[0] in INSTALL_VERBS)):
+        return "web" if any(a in INSTALL_VERBS for a in args) else "compute"  # `bun x.ts` is an interpreter
     if prog in INTERPRETERS or prog in BUILD_TOOLS:
         media = _media_of_words(args)
         if media:
@@ -289,7 +165,7 @@ def _program_modality(prog: str, args: list[str], script: str | None) -> str:
 
 def _git_network(args: list[str]) -> bool:
     """A git sub-command that talks to a remote, after git's global options (`git -C repo push`)."""
-    j = _skip_options(args, 0, GIT_OPTIONS_WITH_VALUE)
+    j = skip_options(args, 0, GIT_OPTIONS_WITH_VALUE)
     return j < len(args) and args[j] in GIT_WEB_VERBS
 
 
@@ -312,8 +188,14 @@ def _rank(prog: str, args: list[str]) -> int:
         or (prog == "git" and _git_network(args))
     ):
         return 1
-    # `conda activate` is set-up, like `cd` or `source venv/bin/activate`
-    if prog in TRIVIAL or prog == "xargs" or _env_setup(prog, args):
+    # `conda activate` is set-up, like `cd` or `source venv/bin/activate`; `xargs`, `parallel` and
+    # `docker exec` only run another program
+    if (
+        prog in TRIVIAL
+        or prog in ("xargs", "parallel")
+        or _env_setup(prog, args)
+        or (prog in CONTAINER_RUNNERS and container_command(prog, args) is not None)
+    ):
         return 3
     return 2
 
@@ -325,13 +207,13 @@ def analyze_command(command: str) -> ToolInfo:
     parsed = parse_shell(command)
     functions = parsed.functions  # calls of a function defined in the line are not programs
     for sc in parsed.commands:
-        for prog, args in _resolve(sc.argv):
+        for prog, args in resolve(sc.argv):
             if functions and prog in functions:
                 continue
             resolved.append((prog, args, sc.heredocs, bool(sc.redirects)))
         for sub in sc.substitutions:
             for sc2 in parse_shell(sub).commands:
-                for prog, args in _resolve(sc2.argv):
+                for prog, args in resolve(sc2.argv):
                     resolved.append((prog, args, sc2.heredocs, bool(sc2.redirects)))
     programs = tuple(r[0] for r in resolved)
     if not resolved:
