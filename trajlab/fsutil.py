@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -14,6 +15,18 @@ PathLike = str | os.PathLike[str]
 
 # One list per enclosing `removing_new_dirs_on_error`: the folders `make_dirs` created in its block.
 _MADE: contextvars.ContextVar[tuple[list[Path], ...]] = contextvars.ContextVar("_MADE", default=())
+
+
+# Errors of the file system as a whole (a full disk), not of a folder or file the path names.
+WHOLE_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def os_reason(e: OSError) -> str:
+    """Why `e` happened, in the OS's words: "No space left on device" for a full disk whatever the
+    writer's own strerror (pyarrow's is "Error writing bytes to file..."), else the strerror."""
+    if e.errno in WHOLE_DISK_ERRNOS:
+        return os.strerror(e.errno)
+    return e.strerror or str(e)
 
 
 def fsync_dir(d: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +10,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from ..errors import ConfigError
-from ..fsutil import removing_new_dirs_on_error
+from ..fsutil import WHOLE_DISK_ERRNOS, os_reason, removing_new_dirs_on_error
 from ..schema import TABLES
 
 T = TypeVar("T")
@@ -21,14 +19,10 @@ T = TypeVar("T")
 LAB_ENTRIES = frozenset({"lab.json", ".lock", ".gen", "_staging", "_cache", *TABLES})
 
 
-# Errors of the file system as a whole, not of a directory the path passes through.
-_NOT_THE_FOLDER = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
-
-
 def why_unwritable(out: Path, e: OSError) -> str:
     """Why `out` could not be written, naming the directory at fault (a full disk is nobody's folder)."""
-    if e.errno in _NOT_THE_FOLDER:  # os.strerror: pyarrow's strerror is "Error writing bytes to file..."
-        return os.strerror(e.errno)
+    if e.errno in WHOLE_DISK_ERRNOS:
+        return os_reason(e)
     if out.is_dir():
         return "it is a directory"
     for d in out.absolute().parents:
@@ -91,5 +85,4 @@ def writing_into(folder: str | Path) -> Iterator[None]:
             yield
         except OSError as e:
             where = e.filename if isinstance(e.filename, str) else f"into {folder}"
-            reason = os.strerror(e.errno) if e.errno in _NOT_THE_FOLDER else (e.strerror or e)
-            raise ConfigError(f"cannot write {where}: {reason}") from None
+            raise ConfigError(f"cannot write {where}: {os_reason(e)}") from None

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ConfigError
+from ..fsutil import os_reason as fs_reason
 from ..store import Lab
 from ._features import Corpus, load_corpus
 from ._guard import ContaminationError, EvalIndex
@@ -183,7 +184,8 @@ def check_out_dir(out: Path, option: str) -> None:
 
 
 def os_reason(e: OSError) -> str:
-    return f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+    why = fs_reason(e)
+    return f"{e.filename}: {why}" if e.filename else why
 
 
 def distill(

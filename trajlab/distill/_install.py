@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 
 from .. import __version__
 from ..errors import ConfigError, InputFileError
-from ..fsutil import atomic_write_text, make_dirs, removing_new_dirs_on_error
+from ..fsutil import WHOLE_DISK_ERRNOS, atomic_write_text, make_dirs, os_reason, removing_new_dirs_on_error
 from ._skill import Skill, content_hash, content_hash_of, load_skill
 from ._spec import check_name, split_frontmatter, validate_skill
 
@@ -165,7 +166,7 @@ def install(
             with removing_new_dirs_on_error(dest.parent):
                 atomic_write_text(dest, render_prompt(skill))
         except OSError as e:
-            raise ConfigError(f"cannot write {dest}: {e.strerror or e}") from None
+            raise ConfigError(f"cannot write {dest}: {os_reason(e)}") from None
         return dest
     dest = _target_dir(target, skill.name, proj, legacy)
     _recover(dest)
@@ -260,7 +261,13 @@ def _remove(p: Path) -> None:
 
 
 def _why(e: OSError | shutil.Error) -> str:
-    if isinstance(e, shutil.Error):
+    if isinstance(e, shutil.Error):  # copytree's: (source, destination, str(the OSError)) per file
         first = e.args[0][0] if e.args and e.args[0] else None
-        return f"{first[0]}: {first[2]}" if first else str(e)
-    return f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+        if not first:
+            return str(e)
+        m = re.match(r"\[Errno (\d+)\]", first[2])
+        if m and int(m.group(1)) in WHOLE_DISK_ERRNOS:  # the disk, not the file, is at fault
+            return os.strerror(int(m.group(1)))
+        return f"{first[0]}: {first[2]}"
+    why = os_reason(e)
+    return f"{e.filename}: {why}" if e.filename else why
