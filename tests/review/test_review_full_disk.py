@@ -65,3 +65,21 @@ def test_a_first_label_on_a_full_disk_leaves_no_empty_annotator_file(tmp_path: P
         filler.unlink()
         store.append(_rec("t1"))
         assert store.annotators() == ["alice", "bob"] and store.read().problems == []
+
+
+def test_no_free_inode_for_the_file_leaves_no_empty_dataset_folder(tmp_path: Path) -> None:
+    """With room for the dataset folder but not for a file in it, the reviewer check (`trajlab review`
+    before the first label) and a first label each left annotations/<dataset>/ behind empty."""
+    from tmpfs import fill_inodes
+
+    with tmpfs(tmp_path / "fs", 1, inodes=64) as fs:
+        fillers = fill_inodes(fs)
+        fillers.pop().unlink()  # one inode: the dataset folder, not the file in it
+        store = AnnotationStore(fs, "study")
+        with pytest.raises(InputFileError, match="No space left on device"):
+            store.check_writable("alice")
+        assert not store.folder.exists()
+        with pytest.raises(InputFileError) as e:
+            store.append(_rec("t1"))
+        assert str(store.path_for("alice")) in str(e.value) and "No space left on device" in str(e.value)
+        assert not store.folder.exists()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InputFileError
+from ..fsutil import make_dirs, removing_new_dirs_on_error
 from ._files import Located, Problem, append_line, locked, os_error, read_file
 from ._records import AdjudicationRecord, AnnotationRecord, check_name
 from ._validate import check_against, effective_records
@@ -133,8 +134,9 @@ class AnnotationStore:
     def lock(self) -> Iterator[None]:
         """Dataset-wide exclusive lock (used to check-then-append reviews atomically)."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            with removing_new_dirs_on_error(self.folder):  # no lock file made: no empty folder left
+                make_dirs(self.folder)
+                fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise os_error(self.folder, "write", e, "the dataset folder") from None
         try:
