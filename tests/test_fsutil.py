@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,58 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         atomic_write_bytes(p, 12345)  # type: ignore[arg-type]
     assert p.read_text() == "old"
     assert [x.name for x in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_a_writer_failing_part_way_leaves_the_old_file_which_readers_see_until_the_end(
+    tmp_path: Path,
+) -> None:
+    """The writer gets a path of its own: while it writes, and after it fails half-way, the file
+    still holds the old bytes (a write in place would have truncated it)."""
+    from trajlab.fsutil import atomic_write_with
+
+    p = tmp_path / "keep.txt"
+    p.write_text("old")
+    seen: list[str] = []
+
+    def write(tmp: Path, fail: bool) -> None:
+        tmp.write_bytes(b"half of the n")
+        seen.append(p.read_text())
+        if fail:
+            raise OSError(28, "No space left on device")
+        tmp.write_bytes(b"new")
+
+    with pytest.raises(OSError, match="No space"):
+        atomic_write_with(p, lambda tmp: write(tmp, fail=True))
+    assert p.read_text() == "old"
+    assert [x.name for x in tmp_path.iterdir()] == ["keep.txt"]
+    atomic_write_with(p, lambda tmp: write(tmp, fail=False))
+    assert seen == ["old", "old"] and p.read_text() == "new"
+    assert [x.name for x in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_the_new_bytes_are_fsynced_before_the_rename_and_the_folder_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durable across a power cut: the data reaches the disk before the rename makes it the file
+    (else the file could come back empty), and the folder's entry after it (else the old file)."""
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        data = Path(target).read_bytes() if Path(target).is_file() else None
+        events.append(("fsync", "dir" if data is None else data.decode()))
+        real_fsync(fd)
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        events.append(("replace", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    (tmp_path / "out").mkdir()
+    atomic_write_text(tmp_path / "out" / "lab.json", "{}")
+    assert events == [("fsync", "{}"), ("replace", "lab.json"), ("fsync", "dir")]
 
 
 def test_a_failed_block_removes_the_folders_it_made_and_keeps_the_rest(tmp_path):
