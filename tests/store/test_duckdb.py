@@ -133,6 +133,19 @@ def test_no_file_access_outside_the_lab(lab: Lab, sql: str) -> None:
         fetch_arrow(run_readonly(lab.connect(), sql))
 
 
+def test_the_connection_itself_cannot_be_reconfigured_to_read_outside_the_lab(lab: Lab) -> None:
+    """`Lab.connect()` is public (notebooks run SQL on it without `run_readonly`'s statement check):
+    its settings are locked, so it cannot turn file access back on or widen the allowed folder."""
+    import duckdb
+
+    con = lab.connect()
+    for setting in ("enable_external_access = true", "allowed_directories = ['/']"):
+        with pytest.raises(duckdb.Error, match="Cannot change configuration option"):
+            con.execute(f"SET {setting}")
+    with pytest.raises(duckdb.Error, match="Permission Error"):
+        con.execute(f"select * from read_csv('{lab.root.parent}/secret.csv')")
+
+
 def test_files_inside_the_lab_are_readable(lab: Lab) -> None:
     rel = run_readonly(lab.connect(), f"select count(*) from read_parquet('{lab.root}/steps/*.parquet')")
     assert fetch_arrow(rel).column(0).to_pylist() == [2]
