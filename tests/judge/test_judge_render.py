@@ -67,6 +67,29 @@ def test_secrets_are_redacted_before_rendering(lab) -> None:
     assert "Sup3rS3cretPw" in unredacted.text
 
 
+def test_secrets_in_the_runs_recorded_fields_are_redacted_too(tmp_path) -> None:
+    """The header quotes fields the runner recorded as they are (exit status, harness, model): a
+    secret there is redacted like one in a step."""
+    key = "sk-proj-EXITfake0123456789abcdefghijklmn"
+    run = {
+        "trajectory_id": "t_exit_secret",
+        "runner": "codex",
+        "format": "codex-rollout",
+        "model": f"gpt-test OPENAI_API_KEY={key}",
+        "harness": "harness --token ghp_HARNfake0123456789abcdefghijklmnopqr",
+        "outcome": "failure",
+        "exit_status": f"AuthenticationError: Incorrect API key provided: {key}",
+        "task": "Transcribe clip.wav.",
+        "steps": [{"kind": "user", "text": "Transcribe clip.wav."}, {"kind": "assistant", "text": "done"}],
+    }
+    lab = make_lab(tmp_path / "lab", extra=[run])
+    text = render_trajectory(load_view(lab, "t_exit_secret")).text
+    assert "Runner exit status: AuthenticationError" in text
+    assert key not in text and "ghp_HARNfake" not in text
+    assert "[REDACTED:openai_key]" in text and "[REDACTED:github_token]" in text
+    assert key in render_trajectory(load_view(lab, "t_exit_secret"), RenderOptions(redact=False)).text
+
+
 def test_long_run_fits_budget_keeps_every_error_verbatim_and_marks_omissions(lab) -> None:
     v = load_view(lab, "t_long")
     r = render_trajectory(v, RenderOptions(max_tokens=20_000))
