@@ -1,0 +1,74 @@
+"""A rule that raises on one trajectory: `trajlab dag LAB` names that trajectory and the error, exits 1,
+stores the other trajectories' DAGs, and the next build retries only the failed one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from dagfix import add_to_lab
+from test_omni import audio_run
+
+import trajlab.dag._pool as dag_pool
+from trajlab.cli import cli
+from trajlab.store import Lab
+
+
+def _lab(tmp_path: Path) -> Lab:
+    runs = []
+    for tid in ("t_good1", "t_bad", "t_good2"):
+        r = audio_run()
+        r.trajectory["trajectory_id"] = tid
+        for s in r.steps:
+            s["trajectory_id"] = tid
+        runs.append(r)
+    lab = Lab.create(tmp_path / "lab")
+    add_to_lab(lab, runs)
+    return lab
+
+
+def _stored(lab: Lab) -> dict[str, list[str]]:
+    lab = lab.refresh()
+    return {
+        t: sorted(set(lab.read(t, ["trajectory_id"]).column("trajectory_id").to_pylist()))
+        for t in dag_pool.DAG_TABLES
+    }
+
+
+def test_a_rule_error_names_the_trajectory_exits_1_and_is_retried_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab = _lab(tmp_path)
+    real = dag_pool.build_dag
+    built: list[str] = []
+
+    def build_dag(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> Any:
+        built.append(trajectory["trajectory_id"])
+        if trajectory["trajectory_id"] == "t_bad":
+            raise ValueError("rule exploded on step 3")
+        return real(trajectory, steps)
+
+    monkeypatch.setattr(dag_pool, "build_dag", build_dag)
+    res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q", "-j", "1"])
+    assert res.exit_code == 1, res.output
+    assert "FAILED t_bad: ValueError: rule exploded on step 3" in res.output, res.output
+    assert res.output.startswith("built 2 DAGs from 12 steps"), res.output
+    assert sorted(built) == ["t_bad", "t_good1", "t_good2"]
+    good = ["t_good1", "t_good2"]
+    assert _stored(lab) == {t: good for t in dag_pool.DAG_TABLES}
+
+    # still broken: only t_bad is tried again, and the build fails again
+    built.clear()
+    res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q", "-j", "1"])
+    assert res.exit_code == 1 and "FAILED t_bad" in res.output, res.output
+    assert built == ["t_bad"] and "2 up to date" in res.output, res.output
+
+    # fixed: the next build rebuilds only t_bad and succeeds
+    monkeypatch.setattr(dag_pool, "build_dag", real)
+    res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("built 1 DAGs from 6 steps") and "2 up to date" in res.output, res.output
+    assert "FAILED" not in res.output
+    assert _stored(lab) == {t: ["t_bad", *good] for t in dag_pool.DAG_TABLES}
