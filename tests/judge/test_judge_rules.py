@@ -186,3 +186,34 @@ def test_degenerate_runs(tmp_path) -> None:
         rows["t_weird"]["category"] == "reasoning_calculation" and rows["t_weird"]["decisive_step_index"] == 1
     )
     assert rows["t_huge"]["status"] == "unjudgeable"
+
+
+def test_rules_judge_without_force_judges_only_what_is_not_done(tmp_path) -> None:
+    """force=False resumes: a label already done (labeled or unjudgeable) is skipped and its row kept
+    as it was; a label that ended in error, and a trajectory never judged, are judged."""
+    lab = make_lab(tmp_path / "lab", "omni_runs")
+    first = rules_judge(lab, "omni-failure", progress=False)
+    assert first.judged == 3 and first.skipped_done == 0
+    before = {r["trajectory_id"]: r for r in lab.refresh().read("judge_labels").to_pylist()}
+    assert {t: r["status"] for t, r in before.items()} == {
+        "t_audio_infra": "labeled",
+        "t_misheard": "unjudgeable",
+        "t_video_skip": "labeled",
+    }
+    failed = {**before["t_video_skip"], "status": "error", "status_reason": "timeout", "category": None}
+    with lab.write("test") as txn:  # one label ended in error, one trajectory was never judged
+        txn.delete("judge_labels", "trajectory_id", ["t_video_skip", "t_misheard"])
+        txn.append("judge_labels", [failed])
+    rep = rules_judge(lab.refresh(), "omni-failure", force=False, progress=False)
+    assert (rep.selected, rep.skipped_done, rep.judged) == (3, 1, 2)
+    assert sorted(p["trajectory_id"] for p in rep.plan) == ["t_misheard", "t_video_skip"]
+    after = {r["trajectory_id"]: r for r in lab.refresh().read("judge_labels").to_pylist()}
+    assert lab.rows("judge_labels") == 3
+    assert after["t_audio_infra"] == before["t_audio_infra"]  # not rewritten: same run, same time
+    assert after["t_video_skip"]["status"] == "labeled" and after["t_video_skip"]["run_id"] == rep.run_id
+    assert after["t_video_skip"]["category"] == "insufficient_exploration"
+    assert after["t_misheard"]["status"] == "unjudgeable" and after["t_misheard"]["run_id"] == rep.run_id
+    # Nothing left to do: everything is skipped and nothing is written.
+    gen = lab.refresh().generation
+    again = rules_judge(lab.refresh(), "omni-failure", force=False, progress=False)
+    assert (again.skipped_done, again.judged) == (3, 0) and lab.refresh().generation == gen
