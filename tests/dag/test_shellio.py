@@ -102,3 +102,66 @@ def test_fast_parse_matches_parse_shell(line: str) -> None:
     assert [(c.argv, c.redirects, c.heredocs) for c in a.commands] == [
         (c.argv, c.redirects, c.heredocs) for c in b.commands
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "produced", "consumed", "scripts"),
+    [
+        ("xvfb-run -a python3 render.py > shot.txt", [("shot.txt", "redirect")], [], ["render.py"]),
+        ("setsid ffmpeg -y -i a.mp4 a.wav", [("a.wav", "ffmpeg-output")], ["a.mp4"], []),
+        ("uv run python calc.py", [], [], ["calc.py"]),
+        ("uv run calc.py", [], [], ["calc.py"]),
+        ("poetry run python -m tool.main data.csv", [], ["data.csv"], []),
+        ('script -qc "python3 a.py" /dev/null', [], [], ["a.py"]),
+        ("watch -n 5 tail -n 3 log.txt", [], ["log.txt"], []),
+        (
+            "parallel -j2 ffmpeg -y -i {} {.}.wav ::: x.mp4 clips/y.mp4",
+            [("x.wav", "ffmpeg-output"), ("clips/y.wav", "ffmpeg-output")],
+            ["x.mp4", "clips/y.mp4"],
+            [],
+        ),
+        ("parallel gzip -k ::: a.txt", [], ["a.txt"], []),
+        ("parallel -j4 echo :::: list.txt", [], ["list.txt"], []),
+        ("parallel ::: 'tesseract p1.png - ' 'tesseract p2.png -'", [], ["p1.png", "p2.png"], []),
+    ],
+)
+def test_wrappers_tool_normalization_looks_through(
+    command: str, produced: list[tuple[str, str]], consumed: list[str], scripts: list[str]
+) -> None:
+    io = shell_io(command, None)
+    assert io.produced == produced
+    assert sorted(io.consumed) == sorted(consumed)
+    assert io.scripts == scripts
+
+
+def test_container_commands_are_not_resolved_to_host_paths() -> None:
+    # the paths of `docker exec` run inside the container: no host file is written by it
+    io = shell_io("docker exec box python3 /app/solve.py > /app/out.txt", None)
+    assert io.scripts == []
+    assert io.produced == [("/app/out.txt", "redirect")]  # the redirection is the host shell's
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "xvfb-run -a python3 render.py",
+        "setsid nohup ffmpeg -i a.mp4 b.wav",
+        "uv run pytest -q",
+        "npx tsc -p .",
+        "poetry run python x.py",
+        "pdm run pytest",
+        'script -qc "whisper a.wav" /dev/null',
+        "watch -n 1 ls frames",
+        "caffeinate -i python3 long.py",
+        "corepack pnpm install",
+        "conda run -n env python a.py",
+        "parallel whisper {} ::: a.mp3",
+    ],
+)
+def test_dag_sees_the_program_tool_normalization_names(command: str) -> None:
+    """The DAG rules and the `tool` column resolve wrappers the same way (one resolver)."""
+    from trajlab.dag._shellio import _commands
+    from trajlab.normalize import analyze_command
+
+    dag_programs = [p for p, _, _ in _commands(command)]
+    assert dag_programs and dag_programs[-1] == analyze_command(command).tool

@@ -1,22 +1,41 @@
 """What a shell command line reads and writes, from its parsed words (never by running it).
 
 `shell_io(command, cwd)` parses the line with `trajlab.normalize.parse_shell`, looks through wrappers
-(`sudo`, `env`, `timeout`, `bash -c '...'`, `$(...)`), and applies one rule per program family.
+(`sudo`, `env`, `timeout`, `bash -c '...'`, `$(...)`), and applies one rule per program family. The
+other wrappers and runners that tool normalization looks through (`xvfb-run`, `setsid`, `watch`,
+`script -c`, `parallel`, `uv run`, `npx`, `poetry run`, ...) are resolved by
+`trajlab.normalize.resolve`, so a call's DAG rules see the same program as its `tool`. Container
+commands (`docker exec`, `kubectl exec`) are not: their paths are the container's, not the host's.
 Every production carries the name of the rule that found it; docs/dag.md lists them with examples.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..normalize import ParsedShell, SimpleCommand, parse_shell, program_name
+from ..normalize import (
+    CONTAINER_RUNNERS,
+    LOOKED_THROUGH,
+    PARALLEL_OPTIONS_WITH_VALUE,
+    ParsedShell,
+    SimpleCommand,
+    parse_shell,
+    program_name,
+    resolve,
+)
 from ._tokens import basename, code_io, has_glob, is_pathlike, is_url, norm_path, words
 
 _WRAPPERS = words("sudo doas env nohup exec command builtin time nice ionice stdbuf unbuffer chronic xargs")
 _WRAPPER_OPTS = words("-u -g -C -n -c -o -e -i -I -P -d -L -s -S")
 _SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh"])
+# Looked through by tool normalization and not by the rules below: resolved by `normalize.resolve`.
+_RESOLVED = LOOKED_THROUGH - _WRAPPERS - _SHELLS - CONTAINER_RUNNERS
+_RESOLVED -= {"timeout", "python", "find", "xargs", "fish", "parallel"}
+_PARALLEL_MAX_JOBS = 64  # jobs of one `parallel` call expanded (`::: *.mp3` stays one glob word)
+_PARALLEL_REPL = re.compile(r"\{(?:\.|/|//|/\.|#|)\}")
 _INTERPRETERS = words("python node ruby perl php deno bun rscript julia lua")
 _CODE_FLAGS = {
     "python": "-c",
@@ -100,9 +119,58 @@ def _expand(sc: SimpleCommand, depth: int = 0) -> list[tuple[str, list[str], Sim
                     for inner in fast_parse(rest[k + 1]).commands:
                         out += _expand(inner, depth + 1)
                     return out
+        if prog == "parallel":
+            for line in parallel_jobs(rest):
+                for inner in fast_parse(line).commands:
+                    out += _expand(inner, depth + 1)
+            files = [a for k, a in enumerate(rest[1:], 1) if rest[k - 1] == "::::"]
+            if files:  # `parallel CMD :::: list.txt` reads its arguments from the files
+                out.append(("cat", files, sc))
+            return out
+        if prog in _RESOLVED:  # `xvfb-run python x.py`, `uv run pytest`: redirections are the line's
+            out += [(p, a, sc) for p, a in resolve(argv[i:])]
+            break
         out.append((prog, rest, sc))
         break
     return out
+
+
+def parallel_jobs(args: list[str]) -> list[str]:
+    """The command lines GNU `parallel [options] CMD ::: A B` runs: CMD once per argument, with `{}`,
+    `{.}`, `{/}`, `{//}`, `{/.}` and `{#}` replaced (the argument appended when CMD has none); without
+    CMD each argument is a command line. Only the first `:::` source is expanded; `::::` (arguments
+    read from files) yields no jobs, since the arguments are not in the line."""
+    j = _skip_opts(args, 0, PARALLEL_OPTIONS_WITH_VALUE)
+    end = next((k for k in range(j, len(args)) if args[k].startswith(":::")), len(args))
+    if end == len(args) or args[end] != ":::":
+        return []
+    values = []
+    for a in args[end + 1 :]:
+        if a.startswith(":::"):
+            break
+        values.append(a)
+    command = " ".join(args[j:end])
+    jobs = []
+    for n, v in enumerate(values[:_PARALLEL_MAX_JOBS], 1):
+        if not command:
+            jobs.append(v)
+            continue
+        q = shlex.quote
+        stem = v.rsplit(".", 1)[0] if "." in v.rsplit("/", 1)[-1] else v
+        base = v.rsplit("/", 1)[-1]
+        repl = {
+            "{}": q(v),
+            "{.}": q(stem),
+            "{/}": q(base),
+            "{//}": q(v.rsplit("/", 1)[0] if "/" in v else "."),
+            "{/.}": q(stem.rsplit("/", 1)[-1]),
+            "{#}": str(n),
+        }
+        if _PARALLEL_REPL.search(command):
+            jobs.append(_PARALLEL_REPL.sub(lambda m, r=repl: r[m.group(0)], command))
+        else:
+            jobs.append(f"{command} {q(v)}")
+    return jobs
 
 
 _PLAIN = re.compile(r"""[^'"$`\\(){}#<>|;&\n]*""").fullmatch

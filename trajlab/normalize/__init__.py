@@ -1,13 +1,16 @@
 """Tool normalization: which real program a call ran, and which modality it touched."""
 
-from ._lexicon import AUDIO_EXT, IMAGE_EXT, RUNNER_TOOLS, SHELL_TOOLS, VIDEO_EXT
-from ._resolve import program_name
+from ._lexicon import AUDIO_EXT, IMAGE_EXT, PARALLEL_OPTIONS_WITH_VALUE, RUNNER_TOOLS, SHELL_TOOLS, VIDEO_EXT
+from ._resolve import CONTAINER_RUNNERS, LOOKED_THROUGH, program_name, resolve
 from ._shell import ParsedShell, SimpleCommand, parse_shell
 from ._tools import ToolInfo, analyze_command, normalize_call
 
 __all__ = [
     "AUDIO_EXT",
+    "CONTAINER_RUNNERS",
     "IMAGE_EXT",
+    "LOOKED_THROUGH",
+    "PARALLEL_OPTIONS_WITH_VALUE",
     "RUNNER_TOOLS",
     "SHELL_TOOLS",
     "VIDEO_EXT",
@@ -18,4 +21,5 @@ __all__ = [
     "normalize_call",
     "parse_shell",
     "program_name",
+    "resolve",
 ]

@@ -58,7 +58,7 @@ Resolved = list[tuple[str, list[str]]]
 CONTAINER_RUNNERS = CONTAINER_CLIS | {"docker-compose", "kubectl"}
 _SHELL_BUILTINS = frozenset({"exec", "command", "builtin"})  # alone (`exec >log 2>&1`) they run nothing
 # Programs `_resolve` looks through or treats specially; every other program resolves to itself.
-_LOOKED_THROUGH = frozenset(
+LOOKED_THROUGH = frozenset(
     {"sudo", "doas", "env", "timeout", "xargs", "find", "python", "parallel", "watch", "script", "corepack"}
     | set(LAUNCHERS)
     | CONTAINER_RUNNERS
@@ -271,7 +271,7 @@ def _resolve(argv: list[str], depth: int = 0) -> Resolved:
         return []
     prog = program_name(argv[i])
     rest = argv[i + 1 :]
-    if prog not in _LOOKED_THROUGH:  # most programs: none of the cases below
+    if prog not in LOOKED_THROUGH:  # most programs: none of the cases below
         return [(prog, rest)]
     if prog in ("sudo", "doas"):
         return _wrapped(prog, rest, rest[skip_options(rest, 0, SUDO_OPTIONS_WITH_VALUE) :], depth)
