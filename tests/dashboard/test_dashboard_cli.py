@@ -110,3 +110,41 @@ def test_reviewers_per_item_below_one_is_refused_up_front(tmp_path):
         assert res.exit_code != 0, res.output
         assert f"Error: --reviewers (reviewers per item) must be at least 1 (got {n})" in res.output
         assert "Traceback" not in res.output
+
+
+def test_dash_serves_on_loopback_unless_told_and_warns_when_told(tmp_path, monkeypatch):
+    """`trajlab dash LAB` (no --host) listens on 127.0.0.1 only; another interface is bound as asked,
+    with a warning on stderr that the lab and reviews are open to the network."""
+    import trajlab.dashboard as dashboard
+
+    lab = str(runs_lab(tmp_path / "lab", 3).root)
+    bound: list[tuple[str, int]] = []
+
+    def serve_forever(self):
+        bound.append(self._srv.socket.getsockname()[:2])
+        self._srv.server_close()
+        raise KeyboardInterrupt  # Ctrl-C at once
+
+    monkeypatch.setattr(dashboard.DashboardServer, "serve_forever", serve_forever)
+    res = CliRunner().invoke(cli, ["dash", lab, "--port", "0", "--annotations", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert len(bound) == 1 and bound[0][0] == "127.0.0.1"
+    assert f"dashboard at http://127.0.0.1:{bound[0][1]}/" in res.stdout and "stopped" in res.stdout
+    assert "warning" not in res.stderr
+
+    hosts: list[str] = []
+
+    class Unbound:  # records the host instead of opening a socket on every interface
+        def __init__(self, app, host, port):
+            hosts.append(host)
+            self.url = f"http://{host}:{port}/"
+
+        def serve_forever(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(dashboard, "DashboardServer", Unbound)
+    res = CliRunner().invoke(cli, ["dash", lab, "--host", "0.0.0.0", "--annotations", str(tmp_path / "a")])
+    assert res.exit_code == 0 and hosts == ["0.0.0.0"], res.output
+    assert res.stderr.startswith("warning: binding 0.0.0.0: anyone who can reach this machine"), res.stderr
+    res = CliRunner().invoke(cli, ["dash", lab, "--host", "::1", "--annotations", str(tmp_path / "a")])
+    assert res.exit_code == 0 and hosts[-1] == "::1" and "warning" not in res.stderr
