@@ -156,6 +156,7 @@ class _Builder:
         self.deferred_spawns: set[int] = set()  # spawning calls whose output is revealed by the sub-agent
         self.polled: dict[int, int] = {}  # running command -> its latest poll
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
+        self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
 
     # -- input checks -------------------------------------------------------------------------------
 
@@ -504,6 +505,8 @@ class _Builder:
                     self.edge(src, i, "data", f"session:{m.get('session_id')}", "poll")
                     self.polled[src] = i
                     self.poll_of[i] = src
+            if '"executes_step"' in meta:  # a code executor runs what an earlier message wrote
+                self._executes(i, meta)
             self.consume(i, io)
             self.produce(i, io)
             if i not in self.deferred_spawns:
@@ -526,6 +529,17 @@ class _Builder:
             self.reveal(i, s.get("text"))
         if i in self.deferred:
             self.reveal(i, self.deferred[i])
+
+    def _executes(self, i: int, meta: str) -> None:
+        """`metadata.executes_step` (Who&When's code-executing agent, see trajlab.formats.who_and_when):
+        the code step `i` ran was written by that step, which is where a failed run's decision lies."""
+        try:
+            k = orjson.loads(meta).get("executes_step")
+        except (orjson.JSONDecodeError, AttributeError):
+            return
+        if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < i and k in self.nodes:
+            self.edge(k, i, "data", f"code:step{k}", "executes")
+            self.author_of[i] = k
 
     def consume(self, node: int, io: StepIO, typ: str = "data", value_rule: str = "value") -> None:
         ix = self.ix

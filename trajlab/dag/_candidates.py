@@ -85,7 +85,7 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
         v = ctx["errors"][0]
         if b.nodes[v]["kind"] == "action":
             state = "recovered" if v in ctx["recovered"] else "not recovered"
-            r.add(v, "first_error", f"first error: {_what(b, v)} ({state})")
+            _add_error(b, r, v, "first_error", f"first error: {_what(b, v)} ({state})")
     return r.ranked()
 
 
@@ -99,15 +99,19 @@ def _errors(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
         out = (b.by_idx[v].get("output") or "")[:300].lower()
         what = "timed out" if nodes[v]["status"] == "timeout" else "failed"
         if any(c in out for c in _CASCADE):
-            r.add(v, "cascade_error", f"{_what(b, v)} {what} because a sibling call failed")
+            _add_error(b, r, v, "cascade_error", f"{_what(b, v)} {what} because a sibling call failed")
         elif v in ctx["on"]:
-            r.add(
+            _add_error(
+                b,
+                r,
                 v,
                 "unrecovered_error_on_answer_path",
                 f"{_what(b, v)} {what}, was never retried successfully, and its output still reached the answer",
             )
         elif v in retried:
-            r.add(
+            _add_error(
+                b,
+                r,
                 v,
                 "superseded_error",
                 f"{_what(b, v)} {what}; its retry (step {ctx['retries'][v]}) failed too",
@@ -117,17 +121,35 @@ def _errors(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
     for k, v in enumerate(plain):
         what = "timed out" if nodes[v]["status"] == "timeout" else "failed"
         if k == 0:
-            r.add(
+            _add_error(
+                b,
+                r,
                 v,
                 "unrecovered_error",
                 f"first unrecovered error: {_what(b, v)} {what} and no retry succeeded",
             )
         elif k == len(plain) - 1:
-            r.add(
-                v, "last_unrecovered_error", f"last unrecovered error before the answer: {_what(b, v)} {what}"
+            _add_error(
+                b,
+                r,
+                v,
+                "last_unrecovered_error",
+                f"last unrecovered error before the answer: {_what(b, v)} {what}",
             )
         else:
-            r.add(v, "later_unrecovered_error", f"{_what(b, v)} {what} and no retry succeeded", rank=k - 1)
+            _add_error(
+                b, r, v, "later_unrecovered_error", f"{_what(b, v)} {what} and no retry succeeded", rank=k - 1
+            )
+
+
+def _add_error(b: _Builder, r: _Ranker, v: int, signal: str, reason: str, rank: int = 0) -> None:
+    """An error candidate; when the failed step ran code an earlier step wrote (`executes_step`), the
+    candidate is that author: the executor only ran what it was given."""
+    k = b.author_of.get(v)
+    if k is None:
+        r.add(v, signal, reason, rank)
+    else:
+        r.add(k, signal, f"{reason} (the code it ran was written by step {k})", rank)
 
 
 def _modalities(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> list[str]:
