@@ -155,6 +155,22 @@ def test_adapter_failure_quarantines_the_unit(
     assert q["rollout-b.jsonl"]["raw"] == (d / "rollout-b.jsonl").read_bytes()
     assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
     assert rep.invariant_holds and invariant(lab)["q"] == 1
+    _assert_unit_is_one_quarantined_record(lab, rep, "rollout-b.jsonl", "rollout-a.jsonl")
+
+
+def _assert_unit_is_one_quarantined_record(lab: Lab, rep, bad: str, ok: str) -> None:  # type: ignore[no-untyped-def]
+    """The bad unit counts as one record seen, none ingested, one quarantined (what it read before it
+    failed is not 'ingested': nothing of it is in the lab); the good unit's counts are its own."""
+    counts = {
+        Path(r["source_path"]).name: (r["records_seen"], r["records_ingested"], r["records_quarantined"])
+        for r in query(
+            lab, "select source_path, records_seen, records_ingested, records_quarantined from sources"
+        ).to_pylist()
+    }
+    seen_ok = counts[ok][0]
+    assert seen_ok > 1 and counts == {ok: (seen_ok, seen_ok, 0), bad: (1, 0, 1)}
+    assert (rep.records_seen, rep.records_ingested, rep.records_quarantined) == (seen_ok + 1, seen_ok, 1)
+    assert f"records seen {seen_ok + 1} = ingested {seen_ok} + quarantined 1 (holds)" in rep.format()
 
 
 def test_records_that_make_no_trajectory_are_kept_not_lost(
@@ -189,6 +205,7 @@ def test_records_that_make_no_trajectory_are_kept_not_lost(
     ).to_pylist()
     assert src == [{"status": "quarantined", "error": q["rollout-b.jsonl"]["reason"]}]
     assert rep.invariant_holds and invariant(lab)["q"] == 1
+    _assert_unit_is_one_quarantined_record(lab, rep, "rollout-b.jsonl", "rollout-a.jsonl")
 
 
 BIG = 100 * 1024 * 1024
