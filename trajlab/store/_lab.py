@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import LabError, LabLockedError
-from ..fsutil import naming_the_file
+from ..fsutil import WHOLE_DISK_ERRNOS, make_dirs, naming_the_file, os_reason, removing_new_dirs_on_error
 from ..schema import SCHEMA_VERSION, TABLES, arrow_schema, default_row
 from . import _publish
 from ._manifest import (
@@ -69,6 +69,10 @@ class Lab:
 
     hidden: frozenset[str] = frozenset()
     """Tables this object reads as absent (`hiding`); caches keyed by lab and generation include it."""
+
+    created: bool = False
+    """True for the lab `Lab.creating` made in its block: removed again if the block fails while the
+    lab is still at generation 0."""
 
     def __init__(self, root: Path, manifest: Manifest):
         self.root = root
@@ -111,29 +115,63 @@ class Lab:
 
     @classmethod
     def create(cls, path: str | os.PathLike[str]) -> Lab:
-        root = Path(path).expanduser().absolute()
-        if root.exists() and not root.is_dir():
-            raise LabError(f"{root}: is a file, not a lab folder")
-        if root.exists() and not (root / MANIFEST_NAME).exists() and not _unfinished_lab(root):
-            raise LabError(f"{root}: folder exists and is not empty; refusing to turn it into a lab")
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise LabError(f"{root}: cannot create the lab folder ({e.strerror or e})") from None
-        with _lock(root):
+        """The lab at `path`, made (generation 0) unless it exists. If making it fails (a full disk), no
+        trace of it is left: no folder if there was none, an existing folder as it was."""
+        root = _creatable(path)
+        with cls._making(root) as (lab, _new):
+            return lab
+
+    @classmethod
+    @contextmanager
+    def creating(cls, path: str | os.PathLike[str], wait_s: float | None = None) -> Iterator[Lab]:
+        """`Lab.open(path, create=True)` holding the writer lock for the block (as `exclusive`), for a
+        command whose first write makes the lab what it is (`trajlab ingest --out NEW`): if the block
+        fails while the lab this call made is still at generation 0, the lab is removed again (the
+        folder too if this call made it), so a first write that does not fit leaves no empty lab.
+        A lab that existed, or that holds a commit, is never removed."""
+        root = _creatable(path)
+        if (root / MANIFEST_NAME).exists():
+            lab = cls.open(root)
+            with lab.exclusive(wait_s):
+                yield lab
+            return
+        with cls._making(root, wait_s) as (lab, new):
+            if not new:  # another process made it first
+                lab = cls.open(root)  # (under the lock: a migration writes within this hold)
+            lab.created = new
+            with lab.exclusive(wait_s):
+                yield lab
+
+    @classmethod
+    @contextmanager
+    def _making(cls, root: Path, wait_s: float | None = None) -> Iterator[tuple[Lab, bool]]:
+        """Hold the lock of the lab at `root`, writing its first manifest unless it has one; yield the
+        lab and whether this call made it. On an exception, what this call made is removed while the
+        lock is still held (see `_unmake`), then the folders it made, if empty."""
+        # (removing_new_dirs_on_error: the lab folder and its parents this call made, once empty)
+        with removing_new_dirs_on_error(), _lock(root, wait_s, make_folder=True) as made_lock:
             if (root / MANIFEST_NAME).exists():
-                return cls(root, read_manifest(root))
-            for name in os.listdir(root):  # a creation that died or failed before lab.json was in place
-                if _publish.is_manifest_tmp(name):
-                    (root / name).unlink(missing_ok=True)
-            now = utcnow().isoformat()
-            m = Manifest(created_at=now, updated_at=now, trajlab_version=__version__)
+                yield cls(root, read_manifest(root)), False
+                return
+            made_manifest = False
             try:
-                write_manifest(root, m)
-            except OSError as e:
-                why = os.strerror(e.errno) if e.errno else str(e)
-                raise LabError(f"{root}: cannot create the lab ({why}: {e.filename or MANIFEST_NAME})") from e
-        return cls(root, m)
+                for name in os.listdir(root):  # a creation that died before lab.json was in place
+                    if _publish.is_manifest_tmp(name):
+                        (root / name).unlink(missing_ok=True)
+                now = utcnow().isoformat()
+                m = Manifest(created_at=now, updated_at=now, trajlab_version=__version__)
+                try:
+                    write_manifest(root, m)
+                except OSError as e:
+                    raise LabError(
+                        f"{root}: cannot create the lab: {os_reason(e)} (writing {MANIFEST_NAME})"
+                    ) from e
+                made_manifest = True
+                yield cls(root, m), True
+            except BaseException as e:
+                if _unmake(root, made_lock, made_manifest):
+                    _raise_not_created(root, e)
+                raise
 
     def refresh(self) -> Lab:
         self.manifest = read_manifest(self.root)
@@ -551,34 +589,53 @@ os.register_at_fork(after_in_child=_close_held_locks_in_child)
 
 
 @contextmanager
-def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
+def _lock(root: Path, wait_s: float | None = None, make_folder: bool = False) -> Iterator[bool]:
+    """Hold the writer lock of the lab at `root` (flock of `root/.lock`); yield whether this call
+    created the lock file (False when this thread already holds it). With `make_folder`, the lab
+    folder is made (`make_dirs`) if missing, also when a failed creation removed it while we waited.
+
+    A failed creation removes the lock file it made (`_unmake`) while it holds the lock, so a writer
+    waiting on that file may be granted a lock on a file that is no longer at the path, which a later
+    writer, opening the path afresh, would not see. So a lock is taken as held only once the file it
+    is on is still the one at the path (same device and inode); otherwise the path is opened again.
+    Nobody else removes the file, and only while holding its lock, so once that check passes the file
+    stays at the path for as long as we hold it."""
     roots: set[Path] = _held.__dict__.setdefault("roots", set())
     if root in roots:  # this thread already holds it (inside `Lab.exclusive`)
-        yield
+        yield False
         return
     wait_s = lock_wait_s() if wait_s is None else wait_s
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise LabError(f"{root / LOCK_NAME}: cannot take the writer lock ({e.strerror or e})") from None
-    try:
-        deadline = time.monotonic() + wait_s
-        while True:
+    deadline = time.monotonic() + wait_s
+    while True:
+        if make_folder:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                make_dirs(root)
+            except OSError as e:
+                raise LabError(f"{root}: cannot create the lab folder ({os_reason(e)})") from None
+        fd, made = _open_lock_file(root)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LabLockedError(
+                            f"{root}: another trajlab process is writing to this lab (waited {wait_s:g} s "
+                            f"for {LOCK_NAME}; set {LOCK_WAIT_ENV} to wait longer)"
+                        ) from None
+                    time.sleep(0.05)
+            if _is_at(fd, root / LOCK_NAME):
                 break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LabLockedError(
-                        f"{root}: another trajlab process is writing to this lab (waited {wait_s:g} s for "
-                        f"{LOCK_NAME}; set {LOCK_WAIT_ENV} to wait longer)"
-                    ) from None
-                time.sleep(0.05)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed by a failed creation while we waited: take the one at the path now
+    try:
         roots.add(root)
         _held_fds.add(fd)
         try:
-            yield
+            yield made
         finally:
             roots.discard(root)
             _held_fds.discard(fd)
@@ -587,6 +644,100 @@ def _lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _open_lock_file(root: Path) -> tuple[int, bool]:
+    """An fd of `root/.lock` (created if missing) and whether this call created it."""
+    path = root / LOCK_NAME
+    try:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644), False
+    except OSError as e:
+        raise LabError(f"{path}: cannot take the writer lock ({os_reason(e)})") from None
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether the file open as `fd` is the one at `path` now."""
+    try:
+        at = os.stat(path)
+    except OSError:
+        return False
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (at.st_dev, at.st_ino)
+
+
+def _unmake(root: Path, made_lock: bool, made_manifest: bool) -> bool:
+    """Undo a lab creation that failed: remove the manifest of generation 0 this process wrote, the
+    empty staging and generation folders, and the lock file if this process created it; True if so
+    (the lab folder then holds what it held before the creation, nothing if it is new).
+
+    Called holding the lock, and only when everything in the folder is this creation's (or a lock
+    file that was there before, which stays): a lab that has a commit, or any file we did not make,
+    is left alone. Safe for other processes: none can have written to the lab (we held the lock from
+    before its manifest existed), a reader that opened it at generation 0 read no part, and a writer
+    waiting on the lock file we remove takes the lock at the path instead (see `_lock`). lab.json
+    goes first, so from then on the folder is not a lab to anyone."""
+    try:
+        if made_manifest:
+            m = read_manifest(root)
+            if m.generation != 0 or m.tables:
+                return False
+        elif (root / MANIFEST_NAME).exists():
+            return False
+        names = os.listdir(root)
+    except (OSError, LabError):
+        return False
+    for name in names:
+        if name == LOCK_NAME or (name == MANIFEST_NAME and made_manifest) or _publish.is_manifest_tmp(name):
+            continue
+        if name in (STAGING, _publish.GEN) and _only_folders(root / name):
+            continue
+        return False
+    try:
+        if made_manifest:
+            (root / MANIFEST_NAME).unlink()
+        for name in names:
+            if _publish.is_manifest_tmp(name):
+                (root / name).unlink(missing_ok=True)
+            elif name in (STAGING, _publish.GEN):
+                shutil.rmtree(root / name)
+        if made_lock:
+            (root / LOCK_NAME).unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _only_folders(top: Path) -> bool:
+    """`top` is a folder (not a symlink) holding nothing but folders."""
+    if top.is_symlink() or not top.is_dir():
+        return False
+    for dirpath, dirs, files in os.walk(top):
+        if files or any(os.path.islink(os.path.join(dirpath, d)) for d in dirs):
+            return False
+    return True
+
+
+def _raise_not_created(root: Path, e: BaseException) -> None:
+    """Say a creation that ran out of space (and was undone) did not create the lab; other errors go on
+    as they are."""
+    cause = e if isinstance(e, OSError) else e.__cause__ if isinstance(e, LabError) else None
+    if not isinstance(cause, OSError) or cause.errno not in WHOLE_DISK_ERRNOS:
+        return
+    where = ""
+    if cause.filename:
+        f = Path(os.fsdecode(cause.filename))
+        with suppress(ValueError):
+            f = f.relative_to(root)
+        where = f" (writing {f})"
+    elif isinstance(e, LabError) and MANIFEST_NAME in str(e):
+        where = f" (writing {MANIFEST_NAME})"
+    raise LabError(
+        f"{root}: {os_reason(cause)}{where}; the lab was not created (nothing of it is left); "
+        "free some space and run the command again"
+    ) from cause
 
 
 def _no_space(lab: Lab, operation: str, txn: Transaction | None, e: OSError) -> LabError:
@@ -606,6 +757,17 @@ def _no_space(lab: Lab, operation: str, txn: Transaction | None, e: OSError) -> 
         f"{lab.root}: {os.strerror(e.errno or errno.ENOSPC)}{where}; {state}; "
         "free some space and run the command again"
     )
+
+
+def _creatable(path: str | os.PathLike[str]) -> Path:
+    """The absolute root for a lab at `path`: a lab, a missing or empty folder, or one holding only what
+    a creation that died before writing lab.json leaves (its lock file, a temporary manifest)."""
+    root = Path(path).expanduser().absolute()
+    if root.exists() and not root.is_dir():
+        raise LabError(f"{root}: is a file, not a lab folder")
+    if root.exists() and not (root / MANIFEST_NAME).exists() and not _unfinished_lab(root):
+        raise LabError(f"{root}: folder exists and is not empty; refusing to turn it into a lab")
+    return root
 
 
 def _unfinished_lab(root: Path) -> bool:
