@@ -6,6 +6,7 @@ again gives the same lab as an ingest that never failed."""
 from __future__ import annotations
 
 import errno
+import os
 import sys
 import textwrap
 import time
@@ -92,6 +93,36 @@ def test_ingest_onto_a_full_disk_is_one_line_and_keeps_the_previous_generation(
         assert content(lab) == roomy
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["new-folder", "empty-folder"])
+def test_ingest_into_a_new_lab_on_a_full_disk_leaves_no_lab_behind(
+    example_runs: Path, roomy: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existing: bool
+) -> None:
+    """The first Parquet write of `trajlab ingest --out NEW` fails: no NEW/ holding .lock and lab.json
+    of an empty generation 0 is left (nor an empty folder the user had made, changed)."""
+    from trajlab.store import _parts
+
+    def full(self: object) -> None:
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    lab = tmp_path / "out" / "lab"
+    if existing:
+        lab.mkdir(parents=True)
+    monkeypatch.setattr(_parts.PartWriter, "_write_group", full)
+    res = CliRunner().invoke(cli, ["ingest", str(example_runs), "--out", str(lab), "-q", "-j", "1"])
+    assert res.exit_code == 1, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.output, res.output
+    assert lines[0].startswith(f"Error: {lab}: No space left on device"), lines[0]
+    assert "not created" in lines[0] and "Error writing bytes" not in lines[0], lines[0]
+    if existing:
+        assert lab.is_dir() and os.listdir(lab) == []
+    else:
+        assert not (tmp_path / "out").exists()
+    monkeypatch.undo()
+    assert _cli_ingest(example_runs, lab).exit_code == 0
+    assert content(lab) == roomy
+
+
 @needs_fork
 def test_a_batch_failing_while_another_worker_writes_leaves_nothing_in_staging(
     example_runs: Path, roomy: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_workers: None
@@ -149,7 +180,7 @@ def test_a_killed_worker_is_a_clear_error_not_a_hang(example_runs: Path, roomy: 
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith(f"Error: {lab}: an ingest worker process died"), lines[0]
     assert "rolled back" in lines[0] and "run the same command again" in lines[0]
-    assert Lab.open(lab).generation == 0 and staged(lab) == []
+    assert not lab.exists()  # the lab this run created committed nothing: removed again
     ingest([example_runs], lab, workers=1, progress=False)
     assert content(lab) == roomy
 
@@ -179,7 +210,7 @@ def test_a_worker_killed_from_outside_is_a_clear_error_on_every_start_method(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith(f"Error: {lab}: an ingest worker process died"), lines[0]
-    assert Lab.open(lab).generation == 0 and staged(lab) == []
+    assert not lab.exists()  # the lab this run created committed nothing: removed again
 
 
 @pytest.fixture(scope="module")
@@ -212,4 +243,4 @@ def test_ctrl_c_while_the_workers_are_forked_is_not_lost(example_runs: Path, tmp
     p = run_group([sys.executable, "-c", CTRL_C_AT_FORK, str(example_runs), str(lab)])
     assert p.returncode == 130, p.stderr
     assert "interrupted:" in p.stderr and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
-    assert Lab.open(lab).generation == 0 and staged(lab) == []
+    assert not lab.exists()  # the lab this run created committed nothing: removed again

@@ -127,16 +127,16 @@ def ingest(
 ) -> IngestReport:
     """Ingest trajectories under `paths` into the lab at `out` (created if needed); incremental and idempotent."""
     t0 = time.perf_counter()
-    lab = Lab.open(out, create=True)
-    report = IngestReport(lab=lab.root)
-    disc = discover(list(paths), exclude=[lab.root])
-    report.missing = [str(p) for p in disc.missing]
-    report.skipped = len(disc.skipped)
-    defaults = {k: v for k, v in (defaults or {}).items() if v not in (None, [], ())}
     # Plan and commit under one hold of the writer lock: a plan made against one generation and
     # committed on top of another writer's would add the same runs twice. Taking it also cleans up
-    # after a writer that died (even when this run then finds nothing to write).
-    with lab.exclusive():
+    # after a writer that died (even when this run then finds nothing to write). A lab this run
+    # creates is removed again if the run fails before its first commit (a full disk, Ctrl-C).
+    with Lab.creating(out) as lab:
+        report = IngestReport(lab=lab.root)
+        disc = discover(list(paths), exclude=[lab.root])
+        report.missing = [str(p) for p in disc.missing]
+        report.skipped = len(disc.skipped)
+        defaults = {k: v for k, v in (defaults or {}).items() if v not in (None, [], ())}
         plan = make_plan(lab, disc, [Path(m) for m in meta_files or []], force)
         report.vanished = list(plan.vanished)
         for runner, n in plan.unchanged.items():
@@ -180,7 +180,7 @@ def ingest(
                 committed_bytes += sum(plan.sizes[str(u.primary)] for b in chunk for u in b)
         except KeyboardInterrupt:
             raise IngestInterrupted(
-                lab.root, report.commits, committed_units, committed_bytes, total_bytes
+                lab.root, report.commits, committed_units, committed_bytes, total_bytes, removed=lab.created
             ) from None
         except BrokenProcessPool:
             kept = (
@@ -189,10 +189,15 @@ def ingest(
                 if report.commits
                 else "this run committed nothing"
             )
+            state = (
+                "the lab this run created is removed again"
+                if lab.created and not report.commits
+                else f"the lab is at generation {lab.refresh().generation}"
+            )
             raise WorkerDiedError(
                 f"{lab.root}: an ingest worker process died (killed by a signal, or out of memory?); the "
-                f"transaction in flight was rolled back and the lab is at generation {lab.refresh().generation} "
-                f"({kept}); run the same command again to ingest the rest (files already ingested are skipped)"
+                f"transaction in flight was rolled back and {state} ({kept}); run the same command again "
+                "to ingest the rest (files already ingested are skipped)"
             ) from None
         finally:
             if pool is not None:
@@ -206,14 +211,23 @@ def ingest(
 
 class IngestInterrupted(KeyboardInterrupt):
     """Ctrl-C during `ingest`: the transactions committed before it are kept (the one in flight is
-    rolled back), and the next run skips the files they ingested."""
+    rolled back), and the next run skips the files they ingested. With `removed`, the run had created
+    the lab and committed nothing, so the lab is removed again (`Lab.creating`)."""
 
-    def __init__(self, lab: Path, commits: int, units: int, bytes_done: int, bytes_total: int):
+    def __init__(
+        self, lab: Path, commits: int, units: int, bytes_done: int, bytes_total: int, removed: bool = False
+    ):
         super().__init__("ingest interrupted")
         self.lab, self.commits, self.units = lab, commits, units
         self.bytes_done, self.bytes_total = bytes_done, bytes_total
+        self.removed = removed and not commits
 
     def format(self) -> str:
+        if self.removed:
+            return (
+                f"interrupted: nothing was committed and the lab this run created, {self.lab}, is removed "
+                "again; run the same command again to ingest"
+            )
         return (
             f"interrupted: {self.commits} committed transactions kept in {self.lab} ({self.units} files, "
             f"{self.bytes_done / 1e6:,.1f} of {self.bytes_total / 1e6:,.1f} MB); the transaction in flight was "
