@@ -181,3 +181,40 @@ def test_a_new_rows_version_reparses_every_unit(
 
 def _rows_versions(lab_dir: Path) -> list[dict]:
     return query(Lab.open(lab_dir), "select format, rows_version from sources").to_pylist()
+
+
+def test_a_unit_another_adapter_now_claims_is_parsed_again_by_it(
+    runs: Path, tmp_path: Path, invariant
+) -> None:
+    """A plugin adapter that claims Codex rollouts ahead of the built-in one (same version number, 1):
+    the rollout, already ingested by codex-rollout, is parsed again by the new adapter."""
+    base = type(_get_adapter("codex-rollout"))
+    lab = tmp_path / "lab"
+    ingest([runs], lab, workers=1, progress=False)
+
+    class CodexPlus(base):  # type: ignore[misc, valid-type]
+        name = "codex-plus"
+        priority = base.priority - 1
+
+    class _Plugin:
+        @hookimpl
+        def register_adapters(self, register: Callable[[type[Adapter]], None]) -> None:
+            register(CodexPlus)
+
+    pm = plugin_manager()
+    pm.register(_Plugin(), name="codex-plus-plugin")
+    adapters.cache_clear()
+    try:
+        assert CodexPlus.version == base.version
+        rep = ingest([runs], lab, workers=1, progress=False)
+        assert rep.reparsed == {"now recognised by codex-plus (was codex-rollout)": 1}
+        assert {k: (v.files, v.unchanged) for k, v in rep.runners.items()} == {
+            "codex": (1, 0),
+            "claude_code": (0, 1),
+        }
+        assert sorted(r["format"] for r in _sources(lab).values()) == ["claude-code", "codex-plus"]
+        invariant(Lab.open(lab))
+        assert ingest([runs], lab, workers=1, progress=False).commits == 0
+    finally:
+        pm.unregister(name="codex-plus-plugin")
+        adapters.cache_clear()
