@@ -218,3 +218,25 @@ def test_a_unit_another_adapter_now_claims_is_parsed_again_by_it(
     finally:
         pm.unregister(name="codex-plus-plugin")
         adapters.cache_clear()
+
+
+def test_a_touched_unit_whose_adapter_changed_is_reported_and_loses_its_dag(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same bytes, a new mtime (a copy, `touch`) and a new adapter version: parsed again (not just
+    re-fingerprinted), reported as such, and its DAG rows go with its old steps."""
+    import os
+
+    lab = tmp_path / "lab"
+    ingest([runs], lab, workers=1, progress=False)
+    build_lab(lab, progress=False)
+    (rollout,) = (runs / "codex").iterdir()
+    st = rollout.stat()
+    os.utime(rollout, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 2)
+    rep = ingest([runs], lab, workers=1, progress=False)
+    assert rep.reparsed == {"codex-rollout v1 -> v2": 1}
+    assert rep.runners["codex"].files == 1
+    assert _sources(lab)[rollout.name]["adapter_version"] == 2
+    dags = query(Lab.open(lab), "select t.runner from dag_metrics join trajectories t using (trajectory_id)")
+    assert dags.to_pylist() == [{"runner": "claude_code"}]
