@@ -357,3 +357,38 @@ def test_dry_run_without_the_cache_counts_every_request(lab, scripted_llm) -> No
     assert plan.est_cost_usd == pytest.approx(expected) and plan.est_cost_usd > 0
     real = judge_lab(lab, TAX, settings(srv), force=True, use_cache=False, progress=False)
     assert real.requests == 3 == plan.est_requests and srv.n_requests == 6
+
+
+def test_gold_and_human_labels_never_reach_the_server(tmp_path, scripted_llm) -> None:
+    """What the judge must not see: the expected answer, the Who&When mistake annotation kept in the
+    trajectory metadata, and the human, gold and predicted labels in the lab. None of it is in any
+    request; the run's own task and steps are (the requests are the real ones)."""
+    from judge_labs import NOW, load_fixture
+
+    runs = load_fixture("who_and_when_mini")
+    for i, t in enumerate(runs):
+        t["expected_answer"] = f"HIDDEN-GOLD-ANSWER-{i}"
+        t["metadata"]["who_and_when"]["mistake_reason"] = f"HIDDEN-MISTAKE-REASON-{i}"
+        t["metadata"]["who_and_when"]["ground_truth"] = f"HIDDEN-GROUND-TRUTH-{i}"
+    lab = make_lab(tmp_path / "lab", extra=runs)
+    tids = [t["trajectory_id"] for t in runs]
+    common = {"taxonomy_id": "multi-agent", "taxonomy_version": "1.0.0", "created_at": NOW}
+    with lab.write("labels") as txn:
+        txn.append("human_labels", [
+            {**common, "record_id": f"hr_{i}", "trajectory_id": t, "annotator": "HIDDEN-ANNOTATOR",
+             "dataset": "d", "category": "information_error", "decisive_step_index": 0,
+             "note": f"HIDDEN-HUMAN-NOTE-{i}", "source_file": "a.jsonl", "source_line": i + 1}
+            for i, t in enumerate(tids)
+        ])  # fmt: skip
+        txn.append("gold_labels", [
+            {**common, "trajectory_id": t, "category": "information_error", "method": "adjudicated",
+             "decided_by": "HIDDEN-ADJUDICATOR", "reason": f"HIDDEN-GOLD-REASON-{i}"}
+            for i, t in enumerate(tids)
+        ])  # fmt: skip
+    srv = scripted_llm()
+    rep = judge_lab(lab.refresh(), load_taxonomy("multi-agent"), settings(srv), progress=False)
+    assert rep.judged == 2 and srv.n_requests >= 2
+    sent = json.dumps(srv.requests)
+    assert "What is the total revenue in sales.csv?" in sent and "Which year did the museum open?" in sent
+    hidden = [w for w in ("HIDDEN-", "mistake_agent", "mistake_reason", 'who_and_when\\"') if w in sent]
+    assert hidden == [], hidden
