@@ -72,3 +72,34 @@ def test_a_rule_error_names_the_trajectory_exits_1_and_is_retried_alone(
     assert res.output.startswith("built 1 DAGs from 6 steps") and "2 up to date" in res.output, res.output
     assert "FAILED" not in res.output
     assert _stored(lab) == {t: ["t_bad", *good] for t in dag_pool.DAG_TABLES}
+
+
+def test_a_rule_that_links_backwards_fails_the_build_not_the_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acyclicity check: every edge must point from an earlier step to a later one. A rule bug
+    that links a step to an earlier one raises (naming the edge) instead of storing a cyclic graph,
+    and the lab build reports that trajectory as failed."""
+    import trajlab.dag._build as build
+
+    good = audio_run().dag()
+    assert good.edges and all(e["src"] < e["dst"] for e in good.edges)
+    real = build._Builder.edge
+
+    def swapped(self, src, dst, typ, artifact, rule):  # type: ignore[no-untyped-def]
+        if self.tid == "t_bad" and typ == "data":  # the rule bug: source and target swapped
+            src, dst = dst, src
+        return real(self, src, dst, typ, artifact, rule)
+
+    monkeypatch.setattr(build._Builder, "edge", swapped)
+    bad = audio_run()
+    bad.trajectory["trajectory_id"] = "t_bad"
+    with pytest.raises(AssertionError, match=r"edge \d+->\d+ \(data/[\w-]+\) points backwards"):
+        bad.dag()
+    assert audio_run().dag().edges == good.edges  # other trajectories are built as before
+
+    lab = _lab(tmp_path)
+    res = CliRunner().invoke(cli, ["dag", str(lab.root), "-q", "-j", "1"])
+    assert res.exit_code == 1 and res.output.startswith("built 2 DAGs"), res.output
+    assert "FAILED t_bad: AssertionError: edge " in res.output and "points backwards" in res.output
+    assert _stored(lab) == {t: ["t_good1", "t_good2"] for t in dag_pool.DAG_TABLES}
