@@ -110,3 +110,29 @@ def test_csv_lines_end_in_newline_only() -> None:
     text = tabular.render(pa.table({"id": ["t_1", "a\nb"]}), "csv")
     assert "\r" not in text and text.splitlines()[:2] == ["id", "t_1"]
     assert list(csv.reader(io.StringIO(text))) == [["id"], ["t_1"], ["a\nb"]]
+
+
+ESCAPES = "a\x1b[31mred\x1b]0;title\x07 b\x1b]52;c;ZXZpbA==\x07\u202eevil\u2066 \x9b1m"
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_terminal_and_markdown_output_shows_control_characters_instead_of_sending_them(fmt):
+    # trajectory text is data: an escape sequence in a step's output must not color, retitle or write
+    # the clipboard of the terminal that prints a query result (click does not strip them on a tty)
+    text = tabular.render(pa.table({"out\x1b[2J": [ESCAPES]}), fmt, max_width=500)
+    assert not any(ch in text for ch in "\x1b\x07\x9b\u202e\u2066")
+    assert "\\x1b[31mred\\x1b]0;title\\x07" in text and "\\u202eevil\\u2066" in text and "\\x9b1m" in text
+    assert "out\\x1b[2J" in text  # column names too
+
+
+def test_markdown_cells_are_never_html():
+    text = tabular.render(pa.table({"<b>h</b>": ["<img src=x onerror=alert(1)> & | pipe"]}), "markdown")
+    assert "<" not in text and ">" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt; &amp; \\| pipe" in text
+    assert "| &lt;b&gt;h&lt;/b&gt; |" in text
+
+
+def test_data_formats_keep_the_text_exact():
+    t = pa.table({"x": [ESCAPES]})
+    assert json.loads(tabular.render(t, "json"))[0]["x"] == ESCAPES  # JSON escapes control characters itself
+    assert ESCAPES in tabular.render(t, "csv")  # CSV is data for other programs: byte for byte

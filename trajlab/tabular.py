@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -54,6 +55,21 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: `|` escaped, and `<`, `>`, `&` as entities, so that text from the logs
+    is never HTML to a Markdown viewer (it shows the same characters)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+
+
 def _cell(v: Any, width: int | None = None) -> str:
     if v is None:
         return ""
@@ -68,7 +84,8 @@ def _cell(v: Any, width: int | None = None) -> str:
         s = f"<{len(v)} bytes>"
     else:
         s = str(v)
-    s = s.replace("\n", "\\n").replace("\r", "\\r")
+    if not s.isprintable():  # trajectory text is data: no terminal escapes, no bidi overrides
+        s = _UNPRINTABLE.sub(_visible, s)
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return s
@@ -127,11 +144,13 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
         return "\n".join(json.dumps(o, ensure_ascii=False) for o in objs) + ("\n" if objs else "")
     cells = [[_cell(v, max_width) for v in r] for r in rows]
     if fmt == "markdown":
-        esc = [[c.replace("|", "\\|") for c in row] for row in cells]
-        lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+        esc = [[_md_cell(c) for c in row] for row in cells]
+        head = [_md_cell(_cell(c)) for c in cols]
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in cols) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in esc]
         return "\n".join(lines)
     if fmt == "table":
+        cols = [_cell(c) for c in cols]
         widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
         sep = "  "
         lines = [sep.join(c.ljust(w) for c, w in zip(cols, widths)), sep.join("-" * w for w in widths)]

@@ -24,3 +24,18 @@ from trajlab.figures._tables import latex_escape
 )
 def test_latex_escape(text: str, want: str) -> None:
     assert latex_escape(text) == want
+
+
+def test_markdown_tables_are_never_html_and_stay_one_line_per_row() -> None:
+    from trajlab.figures._tables import TableSpec, markdown_table
+
+    spec = TableSpec(
+        ["Step <b>"],
+        [["<img src=x onerror=alert(1)> & a|b\n\nnext \x1b[31mred\u202e"]],
+        "l",
+        "cap <script>",
+    )
+    md = markdown_table(spec, "Title <i>")
+    assert "<" not in md and ">" not in md and "\x1b" not in md and "\u202e" not in md
+    assert "| &lt;img src=x onerror=alert(1)&gt; &amp; a\\|b next [31mred |" in md
+    assert md.count("\n") == 7  # title, blank, header, rule, one row, blank, caption

@@ -7,6 +7,7 @@ Percentages are printed without a `%` sign (the header says `(%)`), which keeps 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,6 +241,10 @@ def latex_table(spec: TableSpec, label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+_MD_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def _latex_row(cells: Sequence[str]) -> str:
     """One tabular row. A row that starts with `[` or `*` would be read as the optional argument of the
     `\\\\` (or `\\toprule`) before it (`Missing number`), so such a first cell starts with `{}`."""
@@ -250,7 +255,10 @@ def _latex_row(cells: Sequence[str]) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A Markdown cell: one line, `|` escaped, `<`, `>`, `&` as entities (text from the logs is never
+    HTML to a Markdown viewer), control characters removed."""
+    text = _MD_CONTROL.sub("", _LINE_BREAKS.sub(" ", text))
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def markdown_table(spec: TableSpec, title: str | None = None) -> str:
