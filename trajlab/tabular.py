@@ -126,16 +126,19 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")  # as DuckDB and pandas write CSV; \r\n broke `| cut`
+        # QUOTE_MINIMAL quotes what holds the lineterminator (\n) but not a bare \r, which readers
+        # take as a line end (Python's csv: "new-line character seen in unquoted field"): such rows
+        # are written with every field quoted
+        quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
         w.writerow(cols)
         for r in rows:
-            w.writerow(
-                [
-                    ""
-                    if v is None
-                    else (json.dumps(_jsonable(v)) if isinstance(v, (list, dict)) else _jsonable(v))
-                    for v in r
-                ]
-            )
+            fields = [
+                ""
+                if v is None
+                else (json.dumps(_jsonable(v)) if isinstance(v, (list, dict)) else _jsonable(v))
+                for v in r
+            ]
+            (quoted if any(isinstance(f, str) and "\r" in f for f in fields) else w).writerow(fields)
         return buf.getvalue()
     if fmt in ("json", "jsonl"):
         objs = [{c: _jsonable(v) for c, v in zip(cols, r)} for r in rows]

@@ -152,7 +152,9 @@ class LazyGroup(click.Group):
             ctx.exit(1)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# color=True: click must not strip "ANSI styles" from piped output, which would change data (a CSV
+# cell holding ESC [2J lost it); on a terminal, stdout goes through cli._tty.TerminalSafe instead.
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
 @click.version_option(__version__, prog_name="trajlab")
 def cli() -> None:
     """Process-level trajectory analysis for AI coding agents.
@@ -164,6 +166,9 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from ._tty import guard_stdout
+
+    guard_stdout()  # log text printed to a terminal cannot send it escape sequences
     cli.main(args=argv, prog_name="trajlab", standalone_mode=True)
 
 
