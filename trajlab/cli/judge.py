@@ -126,7 +126,11 @@ def _selection(only: str) -> str | list[str]:
 @click.option("--compact", is_flag=True, help="Send only category names and definitions (small models).")
 @click.option("--response-format", type=click.Choice(["json_schema", "json_object", "none"]))
 @click.option(
-    "--force", is_flag=True, help="Judge again trajectories that already have a label (cache still used)."
+    "--force",
+    is_flag=True,
+    help="Judge again trajectories that already have a label (cache still used). The rules judge always "
+    "judges every selected trajectory again: it is deterministic and cheap, so its labels follow the "
+    "current steps.",
 )
 @click.option("--no-cache", is_flag=True, help="Do not answer from the response cache.")
 @click.option(
