@@ -21,12 +21,12 @@ HOSTILE_SQL = (
 )
 
 
-def _on_a_terminal(args: list[str]) -> bytes:
+def _on_a_terminal(args: list[str], stderr_too: bool = False) -> bytes:
     master, slave = pty.openpty()
     p = subprocess.Popen(
         [sys.executable, "-m", "trajlab", *args],
         stdout=slave,
-        stderr=subprocess.PIPE,
+        stderr=slave if stderr_too else subprocess.PIPE,
         stdin=subprocess.DEVNULL,
     )
     os.close(slave)
@@ -84,3 +84,13 @@ def test_the_wrapper_passes_the_stream_through() -> None:
     s.writelines(["\x07", "z"])
     s.flush()
     assert buf.getvalue() == "x\\x1by\\x07z"
+
+
+def test_file_names_from_the_corpus_reach_stderr_as_text(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "bad\x1b]0;pwned\x07name.jsonl").write_text("junk\n")
+    out = _on_a_terminal(["ingest", str(runs), "--out", str(tmp_path / "lab")], stderr_too=True)
+    assert b"\x1b]0" not in out and b"\x07" not in out
+    assert b"bad\\x1b]0;pwned\\x07name.jsonl" in out  # the quarantine message names the file, visibly
+    assert b"records seen 1 = ingested 0 + quarantined 1 (holds)" in out

@@ -5,8 +5,8 @@ sequence in it (`ESC ]0;title BEL`, `ESC ]52;c;...` writes the clipboard, `ESC [
 `\\r` or U+202E hide what follows) would act on the terminal that shows it. While stdout is a terminal,
 `trajlab` writes through `TerminalSafe`, which shows such characters as `\\x1b`, `\\r`, `\\u202e`; newlines
 and tabs pass. Piped or redirected output is left exact (CSV, JSON and patches are data for programs).
-stderr is not wrapped: it carries trajlab's own progress bars, never log text (errors name files and
-fields, which `terminal_text` cleans where they are formatted).
+stderr is wrapped the same way when it is a terminal (errors and warnings name files and fields, which
+come from the logs), except that `\r` passes: the progress bars redraw their line with it.
 """
 
 from __future__ import annotations
@@ -25,19 +25,26 @@ def _visible(m: re.Match[str]) -> str:
     return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
 
-def terminal_text(text: str) -> str:
-    """`text` with control characters other than newline and tab, and bidi controls, made visible."""
-    return text if text.isprintable() else _UNSAFE.sub(_visible, text)
+_UNSAFE_KEEP_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str, keep_cr: bool = False) -> str:
+    """`text` with control characters other than newline and tab (and `\r` with `keep_cr`), and bidi
+    controls, made visible."""
+    if text.isprintable():
+        return text
+    return (_UNSAFE_KEEP_CR if keep_cr else _UNSAFE).sub(_visible, text)
 
 
 class TerminalSafe:
     """A text stream in front of a terminal's stdout that makes control characters visible."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, keep_cr: bool = False) -> None:
         self._stream = stream
+        self._keep_cr = keep_cr
 
     def write(self, text: str) -> int:
-        self._stream.write(terminal_text(text))
+        self._stream.write(terminal_text(text, self._keep_cr))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -49,7 +56,9 @@ class TerminalSafe:
 
 
 def guard_stdout() -> None:
-    """Wrap sys.stdout in TerminalSafe when it is a terminal (once)."""
-    out = sys.stdout
+    """Wrap sys.stdout and sys.stderr in TerminalSafe where they are a terminal (once)."""
+    out, err = sys.stdout, sys.stderr
     if out is not None and not isinstance(out, TerminalSafe) and out.isatty():
         sys.stdout = TerminalSafe(out)  # type: ignore[assignment]
+    if err is not None and not isinstance(err, TerminalSafe) and err.isatty():
+        sys.stderr = TerminalSafe(err, keep_cr=True)  # type: ignore[assignment]
