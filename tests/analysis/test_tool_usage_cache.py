@@ -182,3 +182,16 @@ def test_readers_during_rebuilds_always_see_complete_counts(builder):
     assert not list((lab.root / TOOL_USAGE_DIR).glob("*/.*.tmp"))
     # superseded builds stay for STALE_GRACE_S (a reader may still be on one): 1 + 15 files
     assert len(list((lab.root / TOOL_USAGE_DIR).glob("*/tool-*.parquet"))) == 16
+
+
+def test_comments_between_explain_and_analyze_get_the_read_only_message(builder):
+    # `EXPLAIN /* c */ ANALYZE COPY ...` was refused too, but with DuckDB's parser error about the
+    # text after the comment instead of saying why
+    lab = _lab(builder)
+    path = refresh_tool_usage(lab, progress=False)[0].path
+    forge = f"COPY (SELECT * FROM tool_usage) TO '{path}.x' (FORMAT parquet)"
+    for sql in (f"EXPLAIN /* c */ ANALYZE {forge}", f"EXPLAIN -- c\n ANALYSE /* d */ {forge}"):
+        with pytest.raises(QueryError, match="only read-only queries are allowed"):
+            run_sql(lab, sql)
+    assert not path.with_name(path.name + ".x").exists()
+    assert run_sql(lab, "EXPLAIN /* c */ ANALYZE -- d\n SELECT sum(n_calls) FROM tool_usage").num_rows == 1

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 _ALLOWED_STATEMENTS = {"SELECT", "EXPLAIN"}
 # EXPLAIN [ANALYZE|ANALYSE] [(options)] <statement>, after leading comments and whitespace
+_GAP = r"(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*"  # whitespace and comments, which may sit between the words
 _EXPLAIN_RE = re.compile(
-    r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*EXPLAIN\b\s*(?:ANALY[SZ]E\b)?\s*(?:\([^()]*\))?(.*)\Z",
+    rf"\A{_GAP}EXPLAIN\b{_GAP}(?:ANALY[SZ]E\b)?{_GAP}(?:\([^()]*\))?(.*)\Z",
     re.IGNORECASE | re.DOTALL,
 )
 
