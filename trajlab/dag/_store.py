@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -296,10 +297,16 @@ def _count(report: DagReport, summary: Summary) -> None:
 
 
 def resolve_trajectory_id(lab: Lab | str | os.PathLike[str], prefix: str) -> str:
-    """The trajectory id equal to, or uniquely starting with, `prefix`."""
+    """The trajectory id equal to, or uniquely starting with, `prefix` (the ids are streamed: only the
+    matching ones are kept)."""
     lab = _open(lab)
-    ids = lab.read("trajectories", ["trajectory_id"]).column("trajectory_id").to_pylist()
-    hits = _hits(prefix, ids)
+    hits: list[str] = []
+    for batch in lab.iter_batches("trajectories", ["trajectory_id"]):
+        ids = batch.column(0)
+        if pc.any(pc.equal(ids, prefix)).as_py():
+            return prefix
+        if len(hits) <= 5:  # enough to name a few in the message, and to know there are more
+            hits += ids.filter(pc.starts_with(ids, pattern=prefix)).to_pylist()[: 6 - len(hits)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
@@ -308,25 +315,30 @@ def resolve_trajectory_id(lab: Lab | str | os.PathLike[str], prefix: str) -> str
 
 
 def load_dag(lab: Lab | str | os.PathLike[str], trajectory_id: str) -> StepDag:
-    """A trajectory's DAG from the stored tables; built in memory (not stored) when absent or outdated."""
+    """A trajectory's DAG from the stored tables; built in memory (not stored) when absent or outdated.
+    Reads that trajectory's rows only (`Lab.read_trajectory`): memory follows the trajectory, not the lab."""
     lab = _open(lab)
     tid = resolve_trajectory_id(lab, trajectory_id)
-    flt = pc.field("trajectory_id") == tid
-    metrics = lab.read("dag_metrics", filter=flt).to_pylist()
+    metrics = lab.read_trajectory("dag_metrics", tid).to_pylist()
     if metrics and metrics[0]["dag_version"] >= DAG_VERSION:
         m = metrics[0]
-        nodes = lab.read("dag_nodes", filter=flt).sort_by("node_id").to_pylist()
-        edges = lab.read("dag_edges", filter=flt).to_pylist()
+        nodes = lab.read_trajectory("dag_nodes", tid).sort_by("node_id").to_pylist()
+        edges = lab.read_trajectory("dag_edges", tid).to_pylist()
         edges.sort(key=lambda e: (e["src"], e["dst"], e["type"]))
         return StepDag(tid, nodes, edges, m, orjson.loads(m["decisive_candidates"] or "[]"))
-    trows = lab.read("trajectories", list(TRAJECTORY_COLUMNS), filter=flt).to_pylist()
+    trows = lab.read_trajectory("trajectories", tid, list(TRAJECTORY_COLUMNS)).to_pylist()
     steps = lab.read_trajectory_steps(tid, list(STEP_COLUMNS)).to_pylist()
     return build_dag(trows[0], steps)
 
 
-def read_steps(lab: Lab | str | os.PathLike[str], trajectory_id: str) -> list[dict[str, Any]]:
-    """The step rows `render_text` shows outputs from."""
+RENDER_STEP_COLUMNS = ("step_index", "kind", "output")
+"""The step columns `render_text` shows (the first line of each action's output)."""
+
+
+def read_steps(
+    lab: Lab | str | os.PathLike[str], trajectory_id: str, columns: Sequence[str] = RENDER_STEP_COLUMNS
+) -> list[dict[str, Any]]:
+    """The step rows `render_text` shows outputs from (`columns` of them: by default only those it
+    reads, not the steps' text, arguments and metadata), in step order."""
     lab = _open(lab)
-    return lab.read_trajectory_steps(
-        resolve_trajectory_id(lab, trajectory_id), list(STEP_COLUMNS)
-    ).to_pylist()
+    return lab.read_trajectory_steps(resolve_trajectory_id(lab, trajectory_id), list(columns)).to_pylist()

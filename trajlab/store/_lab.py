@@ -49,6 +49,7 @@ from ._manifest import (
 )
 from ._migrations import apply_migrations, pending_migrations
 from ._parts import PartWriter, conform, new_part_name, parquet_options
+from ._select import rows_where
 
 STAGING = _publish.STAGING
 LOCK_NAME = ".lock"
@@ -250,8 +251,19 @@ class Lab:
                 raise
             raise _unreadable(self.root, table, e) from e
 
+    def read_trajectory(
+        self, table: str, trajectory_id: str, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """One trajectory's rows of `table` (selected columns), in part and row order. Unlike `read` with
+        a filter, memory follows that trajectory's rows, not the row groups holding them: only the row
+        groups whose statistics may hold it are read, a few thousand rows at a time (see `_select`)."""
+        schema = table_schema(table)
+        return self._retrying(
+            lambda: rows_where(self.files(table), schema, "trajectory_id", trajectory_id, columns), table
+        )
+
     def read_trajectory_steps(self, trajectory_id: str, columns: Sequence[str] | None = None) -> pa.Table:
-        t = self.read("steps", columns, filter=pc.field("trajectory_id") == trajectory_id)
+        t = self.read_trajectory("steps", trajectory_id, columns)
         return t.sort_by("step_index") if "step_index" in t.column_names else t
 
     def to_polars(self, table: str, columns: Sequence[str] | None = None):  # -> polars.DataFrame
