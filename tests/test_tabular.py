@@ -138,20 +138,13 @@ def test_data_formats_keep_the_text_exact():
     assert ESCAPES in tabular.render(t, "csv")  # CSV is data for other programs: byte for byte
 
 
-def test_csv_quotes_a_field_with_a_bare_carriage_return():
+def test_csv_quotes_a_field_with_a_bare_carriage_return(tmp_path):
     # QUOTE_MINIMAL left 'a\rb' bare: csv readers took the \r as the end of the line
     t = pa.table({"x": ["a\rb", "plain"], "n": [1, 2]})
     text = tabular.render(t, "csv")
     assert list(csv.reader(io.StringIO(text))) == [["x", "n"], ["a\rb", "1"], ["plain", "2"]]
+    path = tmp_path / "c.csv"
+    path.write_bytes(text.encode())
     con = duckdb.connect()
-    con.execute("CREATE TABLE c AS SELECT * FROM read_csv(?, header=true)", [_tmp_csv(text)])
+    con.execute("CREATE TABLE c AS SELECT * FROM read_csv(?, header=true)", [str(path)])
     assert con.execute("SELECT x FROM c ORDER BY n").fetchall() == [("a\rb",), ("plain",)]
-
-
-def _tmp_csv(text: str) -> str:
-    import tempfile
-
-    f = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="")
-    f.write(text)
-    f.close()
-    return f.name
