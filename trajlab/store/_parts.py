@@ -122,8 +122,10 @@ def _rows_to_table_by_column(
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Reorder/cast an Arrow table to the schema, adding missing nullable columns as nulls."""
+def conform(table: pa.Table, schema: pa.Schema, missing_as_null: bool = False) -> pa.Table:
+    """Reorder/cast an Arrow table to the schema, adding missing nullable columns as nulls (every
+    missing column with `missing_as_null`: a read of a part that predates a column, as a dataset
+    scan with the lab's schema reads it)."""
     cols = []
     for f in schema:
         if f.name in table.column_names:
@@ -134,7 +136,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                     raise SchemaError(f"column {f.name!r}: cannot cast {col.type} to {f.type}: {e}") from e
             cols.append(col)
-        elif f.nullable:
+        elif f.nullable or missing_as_null:
             cols.append(pa.nulls(table.num_rows, f.type))
         else:
             raise SchemaError(f"missing required column {f.name!r}")

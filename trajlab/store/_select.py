@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import SchemaError
+from ._parts import conform
 
 BATCH_ROWS = 1_024
 """Rows decoded at a time (a batch of steps with their outputs is about 2 MB). Larger batches are
@@ -60,13 +60,18 @@ def _part_rows(f: Path, cols: list[str], column: str, key: pa.Scalar, schema: pa
         if not groups:
             return []
         read = [c for c in dict.fromkeys([*cols, column]) if c in present]
+        keep = [c for c in read if c in cols]  # the key column is read for the mask only
         out = []
         for batch in pf.iter_batches(
             batch_size=BATCH_ROWS, row_groups=groups, columns=read, use_threads=False
         ):
             mask = pc.equal(batch.column(column), key)
             if pc.any(mask).as_py():
-                out.append(_conform(pa.Table.from_batches([batch.filter(mask)]).select(read), schema))
+                out.append(
+                    conform(
+                        pa.Table.from_batches([batch.filter(mask)]).select(keep), schema, missing_as_null=True
+                    )
+                )
         return out
 
 
@@ -85,21 +90,3 @@ def _row_groups(md: pq.FileMetaData, column: str, value: Any) -> list[int]:
                 pass
         groups.append(rg)
     return groups
-
-
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` with `schema`'s columns in its order: cast where a part's type differs, nulls where a part
-    predates the column (as a dataset scan with the lab's schema reads it)."""
-    cols = []
-    for f in schema:
-        if f.name not in table.column_names:
-            cols.append(pa.nulls(table.num_rows, f.type))
-            continue
-        col = table.column(f.name)
-        if col.type != f.type:
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise SchemaError(f"column {f.name!r}: cannot cast {col.type} to {f.type}: {e}") from e
-        cols.append(col)
-    return pa.Table.from_arrays(cols, schema=schema)
