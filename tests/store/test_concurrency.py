@@ -115,7 +115,10 @@ def test_a_worker_orphaned_by_a_killed_writer_does_not_keep_the_lock(tmp_path: P
     parent.stdout.close()  # the orphan keeps the pipe open
     assert parent.wait(timeout=30) == -signal.SIGKILL
     try:
-        with lab.write("after", wait_s=0) as txn:
+        # not wait_s=0: the child closes its copy of the lock fd in an at-fork hook, which it may not
+        # have run yet when the parent is killed on a loaded machine (it failed once so under CI
+        # load); the orphan itself lives 30 s, so a lock it kept would still fail this wait
+        with lab.write("after", wait_s=5) as txn:
             txn.append(
                 "quarantine", [{"source_path": "x", "reason": "r", "error_type": "json", "ingested_at": NOW}]
             )
