@@ -165,3 +165,24 @@ def test_dag_sees_the_program_tool_normalization_names(command: str) -> None:
 
     dag_programs = [p for p, _, _ in _commands(command)]
     assert dag_programs and dag_programs[-1] == analyze_command(command).tool
+
+
+@pytest.mark.parametrize(
+    ("command", "programs", "consumed"),
+    [
+        ("find frames -name '*.png' -exec tesseract {} - \\;", ["find", "tesseract"], ["frames/*.png"]),
+        ("find . -name '*.mp4' -exec ffprobe -v error {} \\;", ["find", "ffprobe"], ["*.mp4"]),
+        ("find /d/a /d/b -iname '*.wav'", ["find"], ["/d/a/*.wav", "/d/b/*.wav"]),
+        ("find src -type f -name '*.py' -print", ["find"], ["src/*.py"]),
+        ("find . -path './tr/*.txt' -exec grep -l total {} +", ["find", "grep"], ["tr/*.txt"]),
+        ("find", ["find"], []),
+        ("find frames -exec", ["find"], []),  # a cut-off expression: no command, no crash
+    ],
+)
+def test_find_reads_its_folders_patterns_and_runs_its_exec_commands(
+    command: str, programs: list[str], consumed: list[str]
+) -> None:
+    from trajlab.dag._shellio import _commands
+
+    assert [p for p, _, _ in _commands(command)] == programs
+    assert sorted(set(shell_io(command, None).consumed)) == sorted(consumed)

@@ -119,6 +119,8 @@ def _expand(sc: SimpleCommand, depth: int = 0) -> list[tuple[str, list[str], Sim
                     for inner in fast_parse(rest[k + 1]).commands:
                         out += _expand(inner, depth + 1)
                     return out
+        if prog == "find":
+            return out + find_commands(rest, sc, depth)
         if prog == "parallel":
             for line in parallel_jobs(rest):
                 for inner in fast_parse(line).commands:
@@ -132,6 +134,50 @@ def _expand(sc: SimpleCommand, depth: int = 0) -> list[tuple[str, list[str], Sim
             break
         out.append((prog, rest, sc))
         break
+    return out
+
+
+_FIND_NAMES = frozenset(["-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename"])
+_FIND_EXEC = frozenset(["-exec", "-execdir", "-ok", "-okdir"])
+
+
+def find_commands(
+    args: list[str], sc: SimpleCommand, depth: int
+) -> list[tuple[str, list[str], SimpleCommand]]:
+    """`find DIR... -name PAT -exec CMD {} ;`: find reads `DIR/PAT` (each start folder with each name
+    pattern, a glob; the folders themselves without one), and each `-exec`/`-execdir`/`-ok` command
+    runs with `{}` standing for those paths. (`-name '*.png'` alone said any png, which linked
+    `find frames -name '*.png'` to the latest writer of any png, not to the frames.)"""
+    starts: list[str] = []
+    i = 0
+    while i < len(args) and not args[i].startswith(("-", "(", "!", ")")):
+        starts.append(args[i])
+        i += 1
+    names: list[str] = []
+    inner: list[list[str]] = []
+    while i < len(args):
+        a = args[i]
+        if a in _FIND_NAMES and i + 1 < len(args):
+            names.append(args[i + 1])
+            i += 2
+        elif a in _FIND_EXEC:
+            j = i + 1
+            while j < len(args) and args[j] not in (";", "\\;", "+"):
+                j += 1
+            inner.append(args[i + 1 : j])
+            i = j + 1
+        else:
+            i += 1
+    dirs = starts or ["."]
+    paths = [
+        n if d in (".", "./") or n.startswith("/") else f"{d.rstrip('/')}/{n}" for d in dirs for n in names
+    ]
+    paths = paths or [d for d in starts if d not in (".", "./")]
+    out: list[tuple[str, list[str], SimpleCommand]] = [("find", paths, sc)]
+    for argv in inner:
+        if argv and depth < 8:
+            for p in paths[:1] or ["{}"]:  # one stand-in: the commands' rules see what they read
+                out += _expand(SimpleCommand(argv=[p if w == "{}" else w for w in argv]), depth + 1)
     return out
 
 
