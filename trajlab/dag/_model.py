@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 8
+DAG_VERSION = 9
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -17,7 +17,8 @@ sub-agent anomalies say which case they are (own step as parent, parent after it
 7: an execution of code an earlier step wrote (`metadata.executes_step`) gets a data edge from it
 (`executes`), and its error candidates name that author.
 8: `find DIR -name PAT` reads `DIR/PAT` (it read any file matching PAT), and its `-exec` commands are
-looked through."""
+looked through.
+9: a lookup (`find`, `ls`, `stat`, Glob...) of a failed step's input is not its retry."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

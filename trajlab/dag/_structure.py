@@ -236,6 +236,11 @@ def compaction_checks(b: _Builder) -> None:
             )
 
 
+# Tools that look a path up rather than use it: `find DIR -name x.py` after a failed `Read DIR/x.py`
+# names the same path but does not do again what failed (the next read does).
+_LOOKUPS = frozenset({"find", "fd", "locate", "ls", "tree", "glob", "stat", "file", "test"})
+
+
 def find_retries(b: _Builder) -> dict[int, int]:
     """Failed action -> the later action that retried it (same tool and command, or same input)."""
     out: dict[int, int] = {}
@@ -266,7 +271,7 @@ def find_retries(b: _Builder) -> dict[int, int]:
                         sm = SequenceMatcher(None, ca, cb)
                         if sm.real_quick_ratio() >= 0.5 and sm.quick_ratio() >= 0.5 and sm.ratio() >= 0.5:
                             rule = "retry-same-tool"
-                elif same_input and nb["modality"] == b.nodes[la]["modality"]:
+                elif same_input and nb["modality"] == b.nodes[la]["modality"] and nb["tool"] not in _LOOKUPS:
                     rule = "retry-same-input"
                 if rule:
                     b.edge(a, c, "retry", pa, rule)
