@@ -150,3 +150,16 @@ def test_outputs_that_only_mention_failures_are_not_errors() -> None:
     assert node_status({**row, "output": "write_stdin failed: stdin is closed (grep of a log)"}) == "ok"
     assert node_status({**row, "tool_name": "exec_command", "output": "exec_command failed: x"}) == "error"
     assert node_status({**row, "tool_name": "exec_command", "output": "3 errors, 0 failed: ok"}) == "ok"
+
+
+def test_find_links_to_the_frames_it_searches_not_to_any_png() -> None:
+    r = Run()
+    r.user("Read the text in clip.mp4")
+    frames = r.bash("mkdir -p frames && ffmpeg -i clip.mp4 -vf fps=1 frames/%04d.png", "done")
+    shots = r.bash("ffmpeg -i other.mp4 shots/%03d.png", "done")
+    ocr = r.bash("find frames -name '*.png' -exec tesseract {} - \\;", "TOTAL 42")
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (frames, ocr, "data") in data
+    assert (shots, ocr, "data") not in data  # before: `-name '*.png'` matched the latest png writer
+    assert edge(d, frames, ocr, "data")["artifact"] == "frames/*.png"

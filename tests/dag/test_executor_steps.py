@@ -51,18 +51,3 @@ def test_a_bad_executes_step_is_ignored() -> None:
     r = _groupchat(1)
     r.steps[3]["metadata"] = '{"executes_step": 2'  # torn JSON
     assert r.dag().candidates[0]["step_index"] == 3
-
-
-def test_find_links_to_the_frames_it_searches_not_to_any_png() -> None:
-    from dagfix import edge_set
-
-    r = Run()
-    r.user("Read the text in clip.mp4")
-    frames = r.bash("mkdir -p frames && ffmpeg -i clip.mp4 -vf fps=1 frames/%04d.png", "done")
-    shots = r.bash("ffmpeg -i other.mp4 shots/%03d.png", "done")
-    ocr = r.bash("find frames -name '*.png' -exec tesseract {} - \\;", "TOTAL 42")
-    d = r.dag()
-    data = edge_set(d, "data")
-    assert (frames, ocr, "data") in data
-    assert (shots, ocr, "data") not in data  # before: `-name '*.png'` matched the latest png writer
-    assert edge(d, frames, ocr, "data")["artifact"] == "frames/*.png"
