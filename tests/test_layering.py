@@ -13,6 +13,7 @@ LAYER = {
     "normalize": 0,
     "redact": 0,
     "tabular": 0,
+    "textsafe": 0,
     "_version": 0,
     "__init__": 0,
     "fsutil": 0,

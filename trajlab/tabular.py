@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import math
-import re
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .fsutil import atomic_write_text, atomic_write_with
+from .textsafe import show_controls
 
 FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
 
@@ -55,15 +55,6 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _visible(m: re.Match[str]) -> str:
-    c = m.group()
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-
-
 def _md_cell(text: str) -> str:
     """A Markdown table cell: `|` escaped, and `<`, `>`, `&` as entities, so that text from the logs
     is never HTML to a Markdown viewer (it shows the same characters)."""
@@ -84,8 +75,7 @@ def _cell(v: Any, width: int | None = None) -> str:
         s = f"<{len(v)} bytes>"
     else:
         s = str(v)
-    if not s.isprintable():  # trajectory text is data: no terminal escapes, no bidi overrides
-        s = _UNPRINTABLE.sub(_visible, s)
+    s = show_controls(s)  # trajectory text is data: no terminal escapes, no bidi overrides; one line
     if width and len(s) > width:
         s = s[: width - 1] + "…"
     return s

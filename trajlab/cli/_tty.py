@@ -11,29 +11,16 @@ come from the logs), except that `\r` passes: the progress bars redraw their lin
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any, TextIO
 
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: re.Match[str]) -> str:
-    c = m.group()
-    if c == "\r":
-        return "\\r"
-    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-
-
-_UNSAFE_KEEP_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+from ..textsafe import show_controls
 
 
 def terminal_text(text: str, keep_cr: bool = False) -> str:
     """`text` with control characters other than newline and tab (and `\r` with `keep_cr`), and bidi
     controls, made visible."""
-    if text.isprintable():
-        return text
-    return (_UNSAFE_KEEP_CR if keep_cr else _UNSAFE).sub(_visible, text)
+    return show_controls(text, "\n\t\r" if keep_cr else "\n\t")
 
 
 class TerminalSafe:
