@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,8 @@ HOSTILE_SQL = (
 
 def _on_a_terminal(args: list[str], stderr_too: bool = False) -> bytes:
     master, slave = pty.openpty()
+    # a terminal of 120 columns (a new pty has 0, and tqdm draws no bar in 0 columns)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     p = subprocess.Popen(
         [sys.executable, "-m", "trajlab", *args],
         stdout=slave,
@@ -94,3 +99,13 @@ def test_file_names_from_the_corpus_reach_stderr_as_text(tmp_path: Path) -> None
     assert b"\x1b]0" not in out and b"\x07" not in out
     assert b"bad\\x1b]0;pwned\\x07name.jsonl" in out  # the quarantine message names the file, visibly
     assert b"records seen 1 = ingested 0 + quarantined 1 (holds)" in out
+
+
+def test_progress_bars_still_redraw_through_the_guard(tmp_path: Path) -> None:
+    # stderr keeps \r (tqdm redraws its line with it) and tqdm's own output passes unchanged
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
+    lab = tmp_path / "lab"
+    _on_a_terminal(["ingest", str(fixtures), "--out", str(lab), "-q"])
+    out = _on_a_terminal(["dag", str(lab)], stderr_too=True)
+    assert b"\rdag:" in out and b"step/s]" in out
+    assert b"\\r" not in out and b"\\x1b" not in out
