@@ -16,7 +16,7 @@ import pytest
 
 from trajlab.errors import LabError
 from trajlab.store import Lab, _publish
-from trajlab.store import _lab as lab_module
+from trajlab.store import _transaction as transaction_module
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
@@ -44,7 +44,7 @@ def run_killed(lab_dir: Path, patch: str) -> int:
     code = textwrap.dedent(
         f"""
         import os, signal
-        from trajlab.store import Lab, _lab, _publish
+        from trajlab.store import Lab, _publish, _transaction
         from datetime import datetime, timezone
         def die(*a, **k):
             os.kill(os.getpid(), signal.SIGKILL)
@@ -67,7 +67,7 @@ def test_exception_between_part_moves_and_manifest_switch(
     def boom(*a: object, **k: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(lab_module, "write_manifest", boom)
+    monkeypatch.setattr(transaction_module, "write_manifest", boom)
     with pytest.raises(OSError, match="disk full"), lab.write("fails") as txn:
         txn.append("quarantine", qrows(3, "new"))
         txn.delete("quarantine", "source_path", ["old0"])
@@ -87,7 +87,7 @@ def test_exception_between_part_moves_and_manifest_switch(
 
 def test_killed_before_the_manifest_switch(tmp_path: Path) -> None:
     lab = base_lab(tmp_path)
-    rc = run_killed(lab.root, "_lab.write_manifest")
+    rc = run_killed(lab.root, "_transaction.write_manifest")
     assert rc == -signal.SIGKILL
     # leftovers of the dead writer: its staging folder and its unpublished generation folder
     assert (lab.root / ".gen" / "quarantine" / "g000002").is_dir()

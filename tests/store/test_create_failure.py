@@ -17,6 +17,7 @@ import pytest
 import trajlab.store._lab as lab_mod
 from trajlab.errors import LabError
 from trajlab.store import Lab
+from trajlab.store._parts import PartWriter
 
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
@@ -72,7 +73,7 @@ def test_a_first_commit_that_does_not_fit_leaves_no_lab(
 ) -> None:
     """`Lab.creating` (what `trajlab ingest` opens its lab with): the manifest of generation 0 fits,
     the first part does not; the new lab is removed again and the error says it was not created."""
-    monkeypatch.setattr(lab_mod.PartWriter, "_write_group", full_disk)
+    monkeypatch.setattr(PartWriter, "_write_group", full_disk)
     root = tmp_path / "new" / "lab"
     with pytest.raises(LabError) as e, Lab.creating(root) as lab:
         assert lab.generation == 0 and (root / "lab.json").exists()
