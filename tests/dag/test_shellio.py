@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajlab.dag._shellio import fast_parse, patch_targets, shell_io
-from trajlab.normalize import parse_shell
+from trajlab.normalize import PARALLEL_MAX_JOBS, parse_shell
 
 
 @pytest.mark.parametrize(
@@ -134,6 +138,90 @@ def test_wrappers_tool_normalization_looks_through(
     assert io.scripts == scripts
 
 
+@pytest.mark.parametrize(
+    ("command", "produced", "consumed", "scripts"),
+    [
+        # arguments not in the line (standard input, `-a`, `::::`, `--pipe`): CMD as written is looked
+        # through, and the argument files are read
+        ("ls *.txt | parallel python proc.py {}", [], ["*.txt"], ["proc.py"]),
+        ("parallel -a list.txt python proc.py {}", [], ["list.txt"], ["proc.py"]),
+        ("parallel python proc.py {} :::: list.txt", [], ["list.txt"], ["proc.py"]),
+        ("cat big.csv | parallel --pipe python count.py", [], ["big.csv"], ["count.py"]),
+        # several sources: their product, positional {1} {2}; `:::+` links a source to the one before
+        ("parallel ::: ffprobe ::: a.mp4 b.mp4", [], ["a.mp4", "b.mp4"], []),
+        ("parallel ffmpeg -i {1} {2} ::: a.mp4 ::: a.wav", [("a.wav", "ffmpeg-output")], ["a.mp4"], []),
+        (
+            "parallel ffmpeg -i {1} {2} ::: a.mp4 b.mp4 :::+ a.wav b.wav",
+            [("a.wav", "ffmpeg-output"), ("b.wav", "ffmpeg-output")],
+            ["a.mp4", "b.mp4"],
+            [],
+        ),
+        ("parallel gzip -k {} :::+ a.txt", [], ["a.txt"], []),
+        ("parallel -I @@ ffmpeg -i @@ @@.wav ::: a.mp4", [("a.mp4.wav", "ffmpeg-output")], ["a.mp4"], []),
+        # options before CMD: flags, values, bundles, other separators
+        ("parallel --onall python proc.py {} ::: a.txt", [], ["a.txt"], ["proc.py"]),
+        ("parallel --jl log.txt python proc.py {} ::: a.txt", [], ["a.txt"], ["proc.py"]),
+        ("parallel -kj 4 python proc.py {} ::: a.txt", [], ["a.txt"], ["proc.py"]),
+        ("parallel -s 1000 python proc.py {} ::: a.txt", [], ["a.txt"], ["proc.py"]),
+        ("parallel --arg-sep ,, python proc.py {} ,, a.txt", [], ["a.txt"], ["proc.py"]),
+    ],
+)
+def test_parallel_jobs_read_and_write(
+    command: str, produced: list[tuple[str, str]], consumed: list[str], scripts: list[str]
+) -> None:
+    """The jobs of GNU parallel (`trajlab.normalize.parallel_jobs`, the splitter tool normalization
+    uses): each row failed with the DAG's own splitter, from before the shared one."""
+    io = shell_io(command, None)
+    assert (io.produced, sorted(io.consumed), io.scripts) == (produced, sorted(consumed), scripts)
+
+
+_PARALLEL_WORDS = st.one_of(
+    st.sampled_from(
+        [
+            ":::",
+            ":::+",
+            "::::",
+            "::::+",
+            "--",
+            "-j",
+            "-kj",
+            "-I",
+            "-a",
+            "--link",
+            "{}",
+            "{.}",
+            "{//}",
+            "{1}",
+            "{-1/.}",
+            "{#}",
+            "a.mp4",
+            "d/b.wav",
+            "x.py",
+            "python",
+            "ffmpeg",
+            "-i",
+            "-o",
+            ">",
+            "'",
+            "$(ls)",
+            ";",
+        ]
+    ),
+    st.text(max_size=10),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PARALLEL_WORDS, max_size=30))
+def test_any_parallel_words_give_a_bounded_expansion(words: list[str]) -> None:
+    from trajlab.dag._shellio import _commands
+
+    command = shlex.join(["parallel", *words])
+    shell_io(command, None)
+    # at most one command per job (each job here is one simple command or a few), plus `cat` of the files
+    assert len(_commands(command)) <= PARALLEL_MAX_JOBS * (1 + command.count(";") + command.count("|")) + 1
+
+
 def test_container_commands_are_not_resolved_to_host_paths() -> None:
     # the paths of `docker exec` run inside the container: no host file is written by it
     io = shell_io("docker exec box python3 /app/solve.py > /app/out.txt", None)
@@ -156,6 +244,9 @@ def test_container_commands_are_not_resolved_to_host_paths() -> None:
         "corepack pnpm install",
         "conda run -n env python a.py",
         "parallel whisper {} ::: a.mp3",
+        "ls *.mp4 | parallel --bar ffprobe {}",
+        "parallel -a list.txt whisper {}",
+        "parallel --jl log.txt whisper {} ::: a.mp3",
     ],
 )
 def test_dag_sees_the_program_tool_normalization_names(command: str) -> None:

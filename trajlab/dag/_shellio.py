@@ -12,16 +12,15 @@ Every production carries the name of the rule that found it; docs/dag.md lists t
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..normalize import (
     CONTAINER_RUNNERS,
     LOOKED_THROUGH,
-    PARALLEL_OPTIONS_WITH_VALUE,
     ParsedShell,
     SimpleCommand,
+    parallel_jobs,
     parse_shell,
     program_name,
     resolve,
@@ -34,8 +33,6 @@ _SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh"])
 # Looked through by tool normalization and not by the rules below: resolved by `normalize.resolve`.
 _RESOLVED = LOOKED_THROUGH - _WRAPPERS - _SHELLS - CONTAINER_RUNNERS
 _RESOLVED -= {"timeout", "python", "find", "xargs", "fish", "parallel"}
-_PARALLEL_MAX_JOBS = 64  # jobs of one `parallel` call expanded (`::: *.mp3` stays one glob word)
-_PARALLEL_REPL = re.compile(r"\{(?:\.|/|//|/\.|#|)\}")
 _INTERPRETERS = words("python node ruby perl php deno bun rscript julia lua")
 _CODE_FLAGS = {
     "python": "-c",
@@ -121,13 +118,13 @@ def _expand(sc: SimpleCommand, depth: int = 0) -> list[tuple[str, list[str], Sim
                     return out
         if prog == "find":
             return out + find_commands(rest, sc, depth)
-        if prog == "parallel":
-            for line in parallel_jobs(rest):
+        if prog == "parallel":  # its jobs (`normalize.parallel_jobs`, the splitter tool normalization uses)
+            p = parallel_jobs(rest)
+            if p.arg_files:  # `parallel CMD :::: list.txt`, `-a list.txt`: the arguments are read from files
+                out.append(("cat", list(p.arg_files), sc))
+            for line in p.jobs:
                 for inner in fast_parse(line).commands:
                     out += _expand(inner, depth + 1)
-            files = [a for k, a in enumerate(rest[1:], 1) if rest[k - 1] == "::::"]
-            if files:  # `parallel CMD :::: list.txt` reads its arguments from the files
-                out.append(("cat", files, sc))
             return out
         if prog in _RESOLVED:  # `xvfb-run python x.py`, `uv run pytest`: redirections are the line's
             out += [(p, a, sc) for p, a in resolve(argv[i:])]
@@ -179,44 +176,6 @@ def find_commands(
             for p in paths[:1] or ["{}"]:  # one stand-in: the commands' rules see what they read
                 out += _expand(SimpleCommand(argv=[p if w == "{}" else w for w in argv]), depth + 1)
     return out
-
-
-def parallel_jobs(args: list[str]) -> list[str]:
-    """The command lines GNU `parallel [options] CMD ::: A B` runs: CMD once per argument, with `{}`,
-    `{.}`, `{/}`, `{//}`, `{/.}` and `{#}` replaced (the argument appended when CMD has none); without
-    CMD each argument is a command line. Only the first `:::` source is expanded; `::::` (arguments
-    read from files) yields no jobs, since the arguments are not in the line."""
-    j = _skip_opts(args, 0, PARALLEL_OPTIONS_WITH_VALUE)
-    end = next((k for k in range(j, len(args)) if args[k].startswith(":::")), len(args))
-    if end == len(args) or args[end] != ":::":
-        return []
-    values = []
-    for a in args[end + 1 :]:
-        if a.startswith(":::"):
-            break
-        values.append(a)
-    command = " ".join(args[j:end])
-    jobs = []
-    for n, v in enumerate(values[:_PARALLEL_MAX_JOBS], 1):
-        if not command:
-            jobs.append(v)
-            continue
-        q = shlex.quote
-        stem = v.rsplit(".", 1)[0] if "." in v.rsplit("/", 1)[-1] else v
-        base = v.rsplit("/", 1)[-1]
-        repl = {
-            "{}": q(v),
-            "{.}": q(stem),
-            "{/}": q(base),
-            "{//}": q(v.rsplit("/", 1)[0] if "/" in v else "."),
-            "{/.}": q(stem.rsplit("/", 1)[-1]),
-            "{#}": str(n),
-        }
-        if _PARALLEL_REPL.search(command):
-            jobs.append(_PARALLEL_REPL.sub(lambda m, r=repl: r[m.group(0)], command))
-        else:
-            jobs.append(f"{command} {q(v)}")
-    return jobs
 
 
 _PLAIN = re.compile(r"""[^'"$`\\(){}#<>|;&\n]*""").fullmatch

@@ -1,6 +1,7 @@
 """Tool normalization: which real program a call ran, and which modality it touched."""
 
-from ._lexicon import AUDIO_EXT, IMAGE_EXT, PARALLEL_OPTIONS_WITH_VALUE, RUNNER_TOOLS, SHELL_TOOLS, VIDEO_EXT
+from ._lexicon import AUDIO_EXT, IMAGE_EXT, RUNNER_TOOLS, SHELL_TOOLS, VIDEO_EXT
+from ._parallel import PARALLEL_MAX_JOBS, ParallelJobs, parallel_jobs
 from ._resolve import CONTAINER_RUNNERS, LOOKED_THROUGH, program_name, resolve
 from ._shell import ParsedShell, SimpleCommand, parse_shell
 from ._tools import ToolInfo, analyze_command, normalize_call
@@ -10,15 +11,17 @@ __all__ = [
     "CONTAINER_RUNNERS",
     "IMAGE_EXT",
     "LOOKED_THROUGH",
-    "PARALLEL_OPTIONS_WITH_VALUE",
+    "PARALLEL_MAX_JOBS",
     "RUNNER_TOOLS",
     "SHELL_TOOLS",
     "VIDEO_EXT",
+    "ParallelJobs",
     "ParsedShell",
     "SimpleCommand",
     "ToolInfo",
     "analyze_command",
     "normalize_call",
+    "parallel_jobs",
     "parse_shell",
     "program_name",
     "resolve",

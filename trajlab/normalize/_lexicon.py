@@ -80,12 +80,24 @@ SCRIPT_OPTIONS_WITH_VALUE = _set(
     "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format -o --output-limit -F"
 )
 WATCH_OPTIONS_WITH_VALUE = _set("-n --interval -q --equexit")
+# GNU parallel's options that take a value (`-j 4`, `--joblog FILE`, `--arg-sep ,,`); short ones bundle
+# (`-kj4`, `-kj 4`). `--onall`, `--nonall`, `--shebang-wrap`, `--pipe`, `--link` are flags.
 PARALLEL_OPTIONS_WITH_VALUE = _set(
-    "-j --jobs -P --max-procs -S --sshlogin --sshloginfile --slf -a --arg-file --joblog --results --res "
-    "--delay --timeout -N -n --max-args -L --max-lines --colsep -C -I -d --delimiter -E --env --tmpdir "
-    "--workdir --wd --tagstring --halt --retries --memfree --load --nice --block --block-size --recstart "
-    "--recend --basefile --bf --return --trc --shebang-wrap --onall --transfer-file --tf"
+    "-j --jobs -P --max-procs -S --sshlogin --sshloginfile --slf -a --arg-file --arg-sep --arg-file-sep "
+    "--joblog --jl --results --res --delay --timeout -N --max-replace-args -n --max-args -s --max-chars "
+    "-L -C --colsep -I -d --delimiter -E --env --tmpdir --workdir --wd --tagstring --ctagstring --halt "
+    "--halt-on-error --retries --memfree --memsuspend --load --nice --block --block-size --block-timeout "
+    "--bt --recstart --recend --basefile --bf --return --trc --transferfile --transfer-file --tf "
+    "--extensionreplace --er --basenamereplace --bnr --dirnamereplace --dnr --basenameextensionreplace "
+    "--bner --seqreplace --slotreplace --bin --shard --group-by --compress-program --decompress-program "
+    "--filter --header --limit --minversion --parens --process-slot-var -J --profile --rpl --rsync-opts "
+    "--semaphore-name --id --semaphore-timeout --st --sql --sql-master --sqlmaster --sql-and-worker "
+    "--sqlandworker --sql-worker --sqlworker --ssh --ssh-delay --sshdelay --shell-completion --template "
+    "--tmpl --term-seq --termseq --total-jobs --total --trim --_parset"
 )
+# Options whose value is optional: a long one takes the next word when it is one (`--replace X`, a number
+# for `--max-lines`), a short one only an attached value (`-i{}`, `-l2`, `-eEOF`).
+PARALLEL_OPTIONS_OPTIONAL_VALUE = _set("--replace --eof --max-lines -i -e -l")
 
 
 class Launcher(NamedTuple):

@@ -6,9 +6,9 @@ Process wrappers run the command after their options and are not programs of the
 run is the program itself (`env` prints the environment, `sudo -i` opens a shell).
 
 Programs that run another program per input or in a container are listed along with it, and the
-program they run is the tool: `xargs`, `find -exec`, GNU `parallel`, `docker`/`podman` `exec` and `run`
-(also `docker compose`), `kubectl exec POD -- CMD`. `ssh host CMD` is not looked through: its command
-runs on another machine, so the call is ssh's (a network call).
+program they run is the tool: `xargs`, `find -exec`, GNU `parallel` (its jobs: see `_parallel`),
+`docker`/`podman` `exec` and `run` (also `docker compose`), `kubectl exec POD -- CMD`. `ssh host CMD`
+is not looked through: its command runs on another machine, so the call is ssh's (a network call).
 
 Package and project runners name the program they run (`LAUNCHERS` in `_lexicon`): `npx tsc`, `pnpm
 exec eslint`, `uvx ruff`, `uv run pytest`, `poetry run`, `conda run -n env python`. Where a project
@@ -36,7 +36,6 @@ from ._lexicon import (
     KEYWORDS_PREFIX,
     KNOWN_PROGRAMS,
     LAUNCHERS,
-    PARALLEL_OPTIONS_WITH_VALUE,
     PY_MODULES,
     PY_OPTIONS_WITH_VALUE,
     SCRIPT_OPTIONS_WITH_VALUE,
@@ -48,6 +47,7 @@ from ._lexicon import (
     WRAPPERS_SIMPLE,
     XARGS_OPTIONS_WITH_VALUE,
 )
+from ._parallel import parallel_jobs
 from ._shell import parse_shell
 
 MAX_DEPTH = 6  # nested wrappers / `bash -c` levels looked through
@@ -148,15 +148,11 @@ def _script(rest: list[str], depth: int) -> Resolved:
 
 def _parallel(rest: list[str], depth: int) -> Resolved:
     """GNU parallel runs its command (a shell command line: `parallel 'whisper {}' ::: *.mp3`) once per
-    argument; with no command, each argument after `:::` is a command line."""
-    j = skip_options(rest, 0, PARALLEL_OPTIONS_WITH_VALUE)
-    end = next((k for k in range(j, len(rest)) if rest[k].startswith(":::")), len(rest))
-    if end > j:
-        lines = [" ".join(rest[j:end])]
-    else:
-        lines = (
-            [a for a in rest[end + 1 :] if not a.startswith(":::")] if rest[end : end + 1] == [":::"] else []
-        )
+    argument, and without one each argument is a command line (`_parallel.parallel_jobs` splits them).
+    The programs of a command are listed once, resolved in its first job (`ffprobe a.mp3`, not `ffprobe
+    {}`); those of each command line once per line."""
+    p = parallel_jobs(rest)
+    lines = p.jobs[:1] if p.command else p.jobs
     return [("parallel", rest), *(pa for line in lines for pa in _line(line, depth))]
 
 
