@@ -113,6 +113,33 @@ class _Patterns:
         return sorted((*mine, *other), key=self.rank.__getitem__)
 
 
+class _Code:
+    """The code a run wrote (path -> body, in first-write order), its paths indexed by basename: a
+    script is looked up among the paths that can name the same file (`same_file` implies equal
+    basenames, but for the empty path), not by a scan of every file written so far, which is
+    quadratic in a long run that writes many files and runs many scripts."""
+
+    def __init__(self) -> None:
+        self.body: dict[str, str] = {}
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+
+    def update(self, written: dict[str, str]) -> None:
+        for p, c in written.items():
+            if p not in self.body:
+                self.by_name[basename(p)].append(p)
+            self.body[p] = c
+
+    def find(self, script: str) -> str | None:
+        """The body written at `script`, else at the first-written path that names the same file."""
+        c = self.body.get(script)
+        if c:
+            return c
+        name = basename(script)
+        if not name or (script.endswith("/") and "" in self.body):  # same_file's corner cases
+            return next((c for p, c in self.body.items() if same_file(p, script)), None)
+        return next((self.body[p] for p in self.by_name.get(name, ()) if same_file(p, script)), None)
+
+
 class _Index:
     """Latest-producer lookups. Lists grow in step order, so the last fitting entry is the latest."""
 
@@ -283,7 +310,7 @@ class _Builder:
     def run(self) -> StepDag:
         structure(self)
         cwd: dict[str, str | None] = {}
-        code: dict[str, str] = {}
+        code = _Code()
         opened: dict[str, str | None] = {}
         for s in self.steps:
             self._node(s, cwd, code, opened)
@@ -302,7 +329,7 @@ class _Builder:
         self,
         s: dict[str, Any],
         cwd: dict[str, str | None],
-        code: dict[str, str],
+        code: _Code,
         opened: dict[str, str | None],
     ) -> None:
         i = s["step_index"]
@@ -348,11 +375,7 @@ class _Builder:
             for script in io.scripts:
                 if io.shared:
                     io = io.unshared()
-                body = (
-                    io.written_code.get(script)
-                    or code.get(script)
-                    or next((c for p, c in code.items() if same_file(p, script)), None)
-                )
+                body = io.written_code.get(script) or code.find(script)
                 if body:
                     written, read, urls = code_io(body)
                     io.produced += [(norm_path(w, io.cwd), "code-write") for w in written]
