@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ._tokens import clip, same_file, scan
+from ._tokens import basename, clip, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -267,6 +269,9 @@ def _term_re(term: str) -> re.Pattern[str]:
 def _final_writes(b: _Builder, answer: int) -> list[str]:
     """Code tasks: the final version of every file the run wrote (and did not delete) is its answer."""
     last_writer: dict[str, int] = {}
+    # the written paths by basename: a deleted path is compared only with those that can name the same
+    # file (`same_file` implies equal basenames but for the empty path), not with every file written
+    by_name: dict[str, set[str]] = defaultdict(set)
     for i in sorted(b.io):
         io = b.io[i]
         if i >= answer or b.nodes[i]["status"] in ("error", "timeout"):
@@ -274,9 +279,16 @@ def _final_writes(b: _Builder, answer: int) -> list[str]:
         for path, rule in io.produced:
             if rule in WRITE_RULES:
                 last_writer[path] = i
+                by_name[basename(path)].add(path)
         for gone in io.deleted:
-            for path in [p for p in last_writer if same_file(p, gone)]:
+            name = basename(gone)
+            if not name or (gone.endswith("/") and "" in last_writer):  # same_file's corner cases
+                near: Iterable[str] = list(last_writer)
+            else:
+                near = by_name.get(name, ())
+            for path in [p for p in near if same_file(p, gone)]:
                 del last_writer[path]
+                by_name[basename(path)].discard(path)
     for path, i in last_writer.items():
         b.edge(i, answer, "answer", path, "answer-final-write")
     return list(last_writer)
