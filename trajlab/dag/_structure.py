@@ -4,6 +4,7 @@ batches, sequence / spawn / return / summary edges, poll chains, retries, and th
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_right
 from collections import defaultdict
 from datetime import datetime, timedelta
 from difflib import SequenceMatcher
@@ -206,30 +207,33 @@ def agent_edges(b: _Builder) -> None:
 
 
 def compaction_checks(b: _Builder) -> None:
+    # per agent with a compaction, computed once: its step times and its input messages (a long run
+    # compacts many times; each check then looks at floats and inputs, not at every later step's row)
+    seen: dict[str, tuple[list[int], list[float | None], list[tuple[int, str]]]] = {}
     for i, n in b.nodes.items():
         if n["kind"] != "compaction":
             continue
         tc = ts(b.by_idx[i].get("timestamp"))
         agent = n["agent_id"]
-        later = [j for j in b.agent_steps[agent] if j > i]
+        if agent not in seen:
+            idxs = b.agent_steps[agent]
+            seen[agent] = (
+                idxs,
+                [ts(b.by_idx[j].get("timestamp")) for j in idxs],
+                [(j, (b.by_idx[j].get("text") or "").strip()) for j in idxs if b.nodes[j]["kind"] == "input"],
+            )
+        idxs, times, inputs = seen[agent]
         if tc is not None:
-            early = [j for j in later if (t := ts(b.by_idx[j].get("timestamp"))) is not None and t < tc - 1.0]
+            limit = tc - 1.0
+            early = sum(
+                1 for t in itertools.islice(times, bisect_right(idxs, i), None) if t is not None and t < limit
+            )
             if early:
                 b.anomalies.append(
-                    f"compaction at step {i} rewrites history: {len(early)} later steps are dated before it"
+                    f"compaction at step {i} rewrites history: {early} later steps are dated before it"
                 )
-        before = {
-            (b.by_idx[j].get("text") or "").strip()
-            for j in b.agent_steps[agent]
-            if j < i and b.nodes[j]["kind"] == "input"
-        }
-        replayed = [
-            j
-            for j in later
-            if b.nodes[j]["kind"] == "input"
-            and len(t := (b.by_idx[j].get("text") or "").strip()) > 20
-            and t in before
-        ]
+        before = {t for j, t in inputs if j < i}
+        replayed = [j for j, t in inputs if j > i and len(t) > 20 and t in before]
         if replayed:
             b.anomalies.append(
                 f"compaction at step {i} replays {len(replayed)} earlier messages (first at step {replayed[0]})"
