@@ -195,7 +195,7 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
         if p[:2] in ("a/", "b/") and ("diff --git" in text or "+++ " in text):
             p = p[2:]  # git diff prefixes
         w = b.find_writer(p, answer)
-        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1], []), p, answer)
+        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1]), p, answer)
         if src is not None:
             b.edge(src, answer, "answer", p, "answer-path")
             supported.append(p)

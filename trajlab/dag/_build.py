@@ -140,11 +140,18 @@ class _Code:
         return next((self.body[p] for p in self.by_name.get(name, ()) if same_file(p, script)), None)
 
 
+_Entries = dict[str, dict[str, list[tuple[int, int, str]]]]
+"""basename -> path -> [(sequence number, step, rule)] in step order. Grouped by path, a lookup compares
+its path with each distinct path of that basename once, not with every entry: a run that writes
+`out/result.txt` 5,000 times and then reads `run7/result.txt` made 5,000 `same_file` calls per read."""
+
+
 class _Index:
     """Latest-producer lookups. Lists grow in step order, so the last fitting entry is the latest."""
 
     def __init__(self) -> None:
-        self.files: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+        self.seq = 0  # entries' order across the paths of one basename (the order of the flat lists before)
+        self.files: _Entries = defaultdict(dict)
         self.file_rank: dict[str, int] = {}  # basename -> order of its first write (files' key order)
         # every file write in step order: (rank of its basename, path, producer, rule)
         self.file_log: list[tuple[int, str, int, str]] = []
@@ -154,14 +161,23 @@ class _Index:
         # of the same glob looks only at what was written since the previous one
         self.glob_files: dict[str, tuple[int, list[tuple[int, str, int, str]]]] = {}
         self.glob_patterns: dict[str, tuple[int, list[str]]] = {}
-        self.dirs: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-        self.revealed: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.dirs: _Entries = defaultdict(dict)
+        self.revealed: _Entries = defaultdict(dict)
         self.urls: dict[str, list[int]] = defaultdict(list)
         self.values: dict[str, list[int]] = defaultdict(list)
         self.line_numbers: dict[str, list[int]] = defaultdict(list)  # a value printed only as a line number
-        self.made: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # directories steps created
-        self.reads: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.made: _Entries = defaultdict(dict)  # directories steps created
+        self.reads: _Entries = defaultdict(dict)
         self.lines: dict[str, list[int]] = defaultdict(list)  # an output's last line -> producers
+
+    def add(self, entries: _Entries, name: str, path: str, step: int, rule: str = "") -> None:
+        self.seq += 1
+        by_path = entries[name]
+        got = by_path.get(path)
+        if got is None:
+            by_path[path] = [(self.seq, step, rule)]
+        else:
+            got.append((self.seq, step, rule))
 
 
 class _Builder:
@@ -220,10 +236,9 @@ class _Builder:
         if glob:
             best = self._glob_writer(path, node)
         else:
-            for p, src, rule in reversed(ix.files.get(basename(path), ())):
-                if self.ok_src(src, node) and same_file(p, path):
-                    best = (src, rule, p)
-                    break
+            w = self._latest(ix.files.get(basename(path)), path, node)
+            if w is not None:
+                best = (w[1], w[2], w[3])
         if not ix.patterns:
             return best
         tail = path[-3:]
@@ -269,11 +284,28 @@ class _Builder:
         self.ix.glob_patterns[glob] = (len(order), matches)
         return matches
 
-    def find_latest(self, entries: list[Any], path: str, node: int) -> int | None:
-        for e in reversed(entries):
-            if self.ok_src(e[1], node) and same_file(e[0], path):
-                return e[1]
-        return None
+    def _latest(
+        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int
+    ) -> tuple[int, int, str, str] | None:
+        """(sequence number, step, rule, path) of the latest entry naming the same file as `path` that
+        `node` could have seen."""
+        best: tuple[int, int, str, str] | None = None
+        for q, entries in (by_path or {}).items():
+            if not same_file(q, path):
+                continue
+            for seq, src, rule in reversed(entries):
+                if best is not None and seq < best[0]:
+                    break
+                if self.ok_src(src, node):
+                    best = (seq, src, rule, q)
+                    break
+        return best
+
+    def find_latest(
+        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int
+    ) -> int | None:
+        e = self._latest(by_path, path, node)
+        return None if e is None else e[1]
 
     def find_dir_creator(self, path: str, node: int) -> tuple[int, str, str] | None:
         """(step, rule, directory): the latest earlier step that created the closest directory `path`
@@ -291,10 +323,9 @@ class _Builder:
                 continue
             best: tuple[int, str, str] | None = None
             for entries in (ix.made.get(name), ix.files.get(name)):
-                for d, src, rule in reversed(entries or ()):
-                    if (best is None or src > best[0]) and self.ok_src(src, node) and same_file(d, p):
-                        best = (src, rule, d)
-                        break
+                e = self._latest(entries, p, node)  # steps only grow along entries: the latest is the largest
+                if e is not None and (best is None or e[1] > best[0]):
+                    best = (e[1], e[2], e[3])
             if best is not None:
                 return best
         return None
@@ -433,7 +464,8 @@ class _Builder:
             if d.get(key, -1) < i:
                 d[key] = i
 
-        first_write: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        # basename -> {path: its first writer}: a path written again and again is looked at once
+        first_write: dict[str, dict[str, int]] = defaultdict(dict)
         patterns: dict[str, int] = {}  # pattern -> first producer
         index = _Patterns()
         for i, io in self.io.items():
@@ -442,11 +474,11 @@ class _Builder:
                     patterns.setdefault(p, i)
                     index.add(p)
                 else:
-                    first_write[basename(p)].append((p, i))
+                    first_write[basename(p)].setdefault(p, i)
 
         def written_before(p: str, i: int) -> bool:
             """A path written before step i is linked to its writer: no need to look for it in outputs."""
-            for q, j in first_write.get(basename(p), ()):
+            for q, j in first_write.get(basename(p), {}).items():
                 if j < i and same_file(q, p):
                     return True
             tail = p[-3:]
@@ -572,11 +604,11 @@ class _Builder:
             if w is not None:
                 self.edge(w[0], node, typ, path, "script-run" if path in scripts else w[1])
                 continue
-            r = self.find_latest(ix.revealed.get(basename(path), []), path, node)
+            r = self.find_latest(ix.revealed.get(basename(path)), path, node)
             if r is not None:
                 self.edge(r, node, typ, path, "revealed-path")
             if not has_glob(path):  # `ls frames/`: the directory itself
-                src = self.find_latest(ix.dirs.get(basename(path), []), path, node)
+                src = self.find_latest(ix.dirs.get(basename(path)), path, node)
                 if src is not None:
                     self.edge(src, node, typ, path, "dir-contents")
                     continue
@@ -584,11 +616,11 @@ class _Builder:
             if c is not None:
                 self.edge(c[0], node, typ, c[2], "created-dir")
         for path in io.edits:
-            r = self.find_latest(ix.reads.get(basename(path), []), path, node)
+            r = self.find_latest(ix.reads.get(basename(path)), path, node)
             if r is not None:
                 self.edge(r, node, typ, path, "read-before-edit")
         for w in io.words:
-            src = self.find_latest(ix.dirs.get(basename(w), []), w, node)
+            src = self.find_latest(ix.dirs.get(basename(w)), w, node)
             if src is not None:
                 self.edge(src, node, typ, w, "dir-contents")
         for u in io.urls:
@@ -633,23 +665,21 @@ class _Builder:
                 ix.pattern_index.add(path)
             else:
                 name = basename(path)
-                entries = ix.files.get(name)
-                if entries is None:
-                    entries = ix.files[name] = []
+                if name not in ix.files:
                     ix.file_rank[name] = len(ix.file_rank)
-                entries.append((path, node, rule))
+                ix.add(ix.files, name, path, node, rule)
                 ix.file_log.append((ix.file_rank[name], path, node, rule))
             d = dirname(path)
             if d:
-                ix.dirs[basename(d)].append((d, node, rule))
+                ix.add(ix.dirs, basename(d), d, node, rule)
             if len(self.produces[node]) < _MAX_ARTIFACTS:
                 self.produces[node][path] = None
         for d, rule in io.produced_dirs:
-            ix.dirs[basename(d)].append((d.rstrip("/"), node, rule))
-            ix.made[basename(d)].append((d.rstrip("/"), node, rule))
+            ix.add(ix.dirs, basename(d), d.rstrip("/"), node, rule)
+            ix.add(ix.made, basename(d), d.rstrip("/"), node, rule)
         for path in io.consumed:
             if not has_glob(path):
-                ix.reads[basename(path)].append((path, node))
+                ix.add(ix.reads, basename(path), path, node)
             if len(self.consumes[node]) < _MAX_ARTIFACTS:
                 self.consumes[node][path] = None
         for u in io.urls:
@@ -687,7 +717,7 @@ class _Builder:
                     elif (
                         kind == "p" or (lists_dir and same_file(f"{lists_dir.rstrip('/')}/{key}", target))
                     ) and has_path(t, key):
-                        ix.revealed[basename(target)].append((target, node))
+                        ix.add(ix.revealed, basename(target), target, node)
                         done.add(target)
         tail = t.rstrip()
         line = tail[tail.rfind("\n") + 1 :].strip()

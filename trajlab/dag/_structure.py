@@ -4,7 +4,7 @@ batches, sequence / spawn / return / summary edges, poll chains, retries, and th
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from datetime import datetime, timedelta
 from difflib import SequenceMatcher
@@ -169,9 +169,10 @@ def agent_edges(b: _Builder) -> None:
             and b.nodes[parent]["kind"] == "compaction"
         ):
             pagent = b.nodes[parent]["agent_id"]
-            before = [j for j in b.agent_steps[pagent] if j < first]
-            if before:
-                b.edge(before[-1], first, "spawn", f"agent:{a}", "compaction-agent")
+            idxs = b.agent_steps[pagent]
+            k = bisect_left(idxs, first)  # the parent agent's last step before the sub-agent's first
+            if k:
+                b.edge(idxs[k - 1], first, "spawn", f"agent:{a}", "compaction-agent")
             b.edge(last, parent, "summary", f"agent:{a}", "compaction-agent")
             continue
         else:
@@ -196,7 +197,9 @@ def agent_edges(b: _Builder) -> None:
             b.parent[a] = spawn
             b.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
             pagent = b.nodes[spawn]["agent_id"]
-        after = next((j for j in b.agent_steps.get(pagent, []) if j > last), None)
+        idxs = b.agent_steps.get(pagent, [])  # in step order: its first step after the sub-agent's last
+        k = bisect_right(idxs, last)
+        after = idxs[k] if k < len(idxs) else None
         if after is not None and summarizer:  # a summarization agent's report is what the run continues from
             b.edge(last, after, "summary", f"agent:{a}", "compaction-agent")
         elif after is not None:
