@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
-from trajlab.formats.codex_rollout import split_exec_output
+from trajlab.formats.codex_rollout import _split_any_header, split_exec_output
 from trajlab.ingest import unit_digest
 
 FIXTURE = "codex/rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-000000000001.jsonl"
@@ -217,6 +217,33 @@ def test_bad_lines_are_quarantined_with_line_and_offset(tmp_path: Path, fixtures
 )
 def test_split_exec_output(text: str, expected: tuple) -> None:
     assert split_exec_output(text) == expected
+
+
+def _outcome(f: Any, text: str) -> Any:
+    try:
+        return f(text)
+    except ValueError as e:  # `Wall time: .` fails alike on both paths
+        return type(e)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Chunk ID: a1\nWall time: 1.0021 seconds\nProcess running with session ID 51202\nOriginal token count: 0\nOutput:\n",
+        "Chunk ID: a1\nWall time: 2.5 seconds\nProcess exited with code -3\nOriginal token count: 9\nOutput:\nbody\nExit code: 4\n",
+        "Chunk ID: a\nWall time: \u0661.5 s\nProcess exited with code \u0663\nOriginal token count: 0\nOutput:\n",
+        "Chunk ID: a\nWall time: 1.2.3\nProcess running with session ID x\r\nOriginal token count: 0\nOutput:\n",
+        "Chunk ID: a\nWall time: .\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n",
+        "Chunk ID: a\nWall time: 1\nProcess exited with code -\nOriginal token count: 0\nOutput:\n",
+        "Chunk ID: a\nWall time: 1\nProcess exited with code 2\nOriginal token count: 0\n",
+        "Exit code: 0\nWall time: 0.5 seconds\nOutput:\nok\n",
+        "Exit code: -3x\nWall time: 7 s\nOutput:\n",
+        "Exit code: 3\nWall time: x\nOutput:\n",
+    ],
+)
+def test_split_exec_output_common_headers_read_as_any_header(text: str) -> None:
+    """The one-regex path for the two usual headers gives what the general header reader gives."""
+    assert _outcome(split_exec_output, text) == _outcome(_split_any_header, text)
 
 
 # -- the real samples ----------------------------------------------------------------------------------

@@ -74,8 +74,35 @@ _HEADER_FIELD = re.compile(
 )
 
 
+# The two headers Codex writes (unified exec; shell_command), matched and read in one pass. Anything
+# else (other line orders, "Total output lines", no "Output:") goes the general way below, which gives
+# the same fields for these two: groups (wall, code, session) and (code, wall) of `shell_command`.
+_COMMON_HEADER = re.compile(
+    r"Chunk ID: [^\n]*\nWall time: ([\d.]+)[^\n]*\n"
+    r"(?:Process exited with code (-?\d+)|Process running with session ID (\S+))[^\n]*\n"
+    r"Original token count: [^\n]*\nOutput:\n"
+    r"|Exit code: (-?\d+)[^\n]*\nWall time: ([\d.]+)[^\n]*\nOutput:\n"
+)
+
+
 def split_exec_output(s: str) -> tuple[str, int | None, float | None, str | None]:
     """(body, exit code, wall time s, running session id) of a unified-exec / shell_command output."""
+    c = _COMMON_HEADER.match(s)
+    if c is not None:  # one regex call instead of the header match plus a field search (2x faster)
+        wall, code_s, session, code2, wall2 = c.groups()
+        if wall is None:
+            wall, code_s = wall2, code2
+        return (
+            s[c.end() :],
+            None if code_s is None else int(code_s),
+            float(wall) if wall.count(".") <= 1 else None,
+            session,
+        )
+    return _split_any_header(s)
+
+
+def _split_any_header(s: str) -> tuple[str, int | None, float | None, str | None]:
+    """`split_exec_output` for any header: its lines in any order, the last value of a field wins."""
     m = _EXEC_HEADER.match(s)
     if m is None:
         return s, None, None, None
