@@ -201,6 +201,13 @@ def _commands(text: str, depth: int = 0) -> list[tuple[str, list[str], SimpleCom
     return out
 
 
+@lru_cache(maxsize=1024)
+def _line_commands(command: str) -> tuple[tuple[str, list[str], SimpleCommand], ...]:
+    """`_commands` of a whole command line, cached: `shell_io` and `control_words` both walk a new
+    line's commands, which parsed it twice. Shared between them: callers must not change the lists."""
+    return tuple(_commands(command))
+
+
 def _positional(
     args: list[str], with_value: frozenset[str] = frozenset(), all_take_value: bool = False
 ) -> list[str]:
@@ -592,7 +599,7 @@ def control_words(command: str) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     if "timeout" in command:
         out += [("timeout", m.group(1)) for m in _TIMEOUT_ARG.finditer(command)]
-    for prog, args, _ in _commands(command):
+    for prog, args, _ in _line_commands(command):
         if prog == "sleep":
             out += [(prog, a) for a in args if a.rstrip("smhd").replace(".", "", 1).isdigit()]
         elif prog == "sed":
@@ -640,7 +647,7 @@ def patch_targets(patch: str) -> list[tuple[str, str]]:
 def shell_io(command: str, cwd: str | None = None) -> ShellIO:
     """Reads and writes of a command line run in `cwd` (None when unknown). Results are cached: do not mutate."""
     acc = _Acc(cwd)
-    for prog, args, sc in _commands(command):
+    for prog, args, sc in _line_commands(command):
         _one(acc, prog, args, sc)
     acc.io.cwd = acc.cwd
     return acc.io
