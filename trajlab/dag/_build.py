@@ -289,8 +289,10 @@ class _Builder:
     ) -> tuple[int, int, str, str] | None:
         """(sequence number, step, rule, path) of the latest entry naming the same file as `path` that
         `node` could have seen."""
+        if not by_path:  # most lookups: no entry of that basename
+            return None
         best: tuple[int, int, str, str] | None = None
-        for q, entries in (by_path or {}).items():
+        for q, entries in by_path.items():
             if not same_file(q, path):
                 continue
             for seq, src, rule in reversed(entries):

@@ -102,7 +102,7 @@ def name_of(s: dict[str, Any]) -> str:
 def modality(s: dict[str, Any], io: StepIO, tool: str | None) -> str:
     m = s.get("modality") or "compute"
     if m in ("file", "compute"):
-        if tool in DOC_PROGRAMS or any(p in DOC_PROGRAMS for p in s.get("programs") or ()):
+        if tool in DOC_PROGRAMS or not DOC_PROGRAMS.isdisjoint(s.get("programs") or ()):
             return "document"
         if io.docs is None:  # a cached (shared) StepIO keeps the answer for every step running it
             io.docs = any(ext_of(p) in DOC_EXT for p in (*io.consumed, *(x for x, _ in io.produced)))

@@ -287,11 +287,9 @@ def is_pathlike(word: str) -> bool:
     return e is not None and e in KNOWN_EXT
 
 
-_GLOB_SEARCH = re.compile(r"[*?\[]").search
-
-
 def has_glob(word: str) -> bool:
-    return _GLOB_SEARCH(word) is not None
+    # three substring tests in C: a third of the time of a regex search (a build makes ~2.5 calls per step)
+    return "*" in word or "?" in word or "[" in word
 
 
 def norm_path(path: str, cwd: str | None = None) -> str:
