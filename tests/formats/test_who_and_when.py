@@ -178,6 +178,63 @@ def test_sniff_leaves_other_json_alone(tmp_path):
     assert not a.sniff(p, head(p))
 
 
+def test_surfer_action_reports_are_tool_calls():
+    [(t, steps)], ctx = parse(FIX / "hand_crafted_surfers.json")
+    assert ctx.records_seen == 1 and not ctx.quarantined and len(steps) == 14
+    kinds = [s["kind"] for s in steps]
+    assert kinds == ["user", "reasoning", "assistant", "tool_call", "assistant"] + ["tool_call"] * 7 + [
+        "assistant",
+        "assistant",
+    ]
+    args = [json.loads(s["arguments"]) if s.get("arguments") else None for s in steps]
+    # FileSurfer: the address is the path (URL-decoded); a failed transcription is an error
+    opened = steps[3]
+    assert opened["tool_name"] == "open_local_file" and args[3] == {"path": "/workspace/talk one.mp3"}
+    assert opened["tool"] == "read" and opened["modality"] == "audio" and opened["is_error"] is True
+    assert opened["agent_id"] == "FileSurfer" and "Could not transcribe" in opened["output"]
+    # WebSurfer: the search box (by its character counter) is a web search
+    assert steps[5]["tool_name"] == "web_search" and args[5] == {"query": "PyCon US 2019 keynote speakers"}
+    assert steps[5]["tool"] == "web_search" and steps[5]["modality"] == "web"
+    # a clicked label may span lines; the page shown is kept as page_url
+    assert args[6] == {
+        "action": "click",
+        "target": "PyCon US 2019\nKeynotes",
+        "page_url": "https://us.pycon.org/2019/events/keynotes/",
+    }
+    assert args[7]["action"] == "scroll_down"
+    assert args[8]["action"] == "visit" and args[8]["url"] == "https://us.pycon.org/2019/schedule/"
+    # a typed text with an apostrophe, into a named field
+    assert (args[9]["action"], args[9]["text"], args[9]["field"]) == (
+        "type",
+        "Russell's keynote",
+        "Search the schedule",
+    )
+    assert args[10]["action"] == "back"
+    assert all(steps[i]["tool_name"] == "web_browser" and steps[i]["tool"] == "browser" for i in range(6, 11))
+    assert all(steps[i]["is_error"] is False and steps[i]["output"] for i in range(5, 11))
+    # FileSurfer that could not read its arguments: an error call without arguments, recorded
+    assert steps[11]["tool_name"] == "open_local_file" and args[11] is None and steps[11]["is_error"] is True
+    assert "history[11]: FileSurfer could not read its call's arguments" in t["anomalies"]
+    # a WebSurfer summary is its text, and is the annotated step
+    assert steps[12]["kind"] == "assistant" and steps[12]["agent_id"] == "WebSurfer"
+    assert json.loads(t["metadata"])["who_and_when"]["mistake_step"] == 12
+    assert t["final_answer"] == "3" and t["n_tool_calls"] == 8 and t["n_errors"] == 2
+
+
+def test_surfer_messages_that_report_no_action_stay_text(tmp_path):
+    msgs = [
+        {"role": "human", "content": "Q?"},
+        {"role": "WebSurfer", "content": "I typed the answer carefully, then I clicked nothing."},
+        {"role": "WebSurfer", "content": "FINAL ANSWER: 7"},
+        {"role": "FileSurfer", "content": "The address of the file is unknown."},
+    ]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"history": msgs, "mistake_agent": "WebSurfer", "mistake_step": 1}))
+    [(t, steps)], _ = parse(f)
+    assert [s["kind"] for s in steps] == ["user", "assistant", "assistant", "assistant"]
+    assert t["final_answer"] == "7" and t["n_tool_calls"] == 0
+
+
 @pytest.mark.corpus
 def test_corpus_who_and_when(corpus_dir, tmp_path):
     src = corpus_dir / "who_and_when"
@@ -209,7 +266,11 @@ def test_corpus_who_and_when(corpus_dir, tmp_path):
     # the annotated step index points at a message of the annotated agent in nearly every log
     assert agree == 89  # 3 annotations name an agent that did not speak at that index (recorded as anomalies)
     calls = [s for s in steps if s["kind"] == "tool_call"]
-    assert len(calls) == 148  # 145 Computer_terminal + 3 ComputerTerminal messages
+    by_agent: dict[str, int] = {}
+    for s in calls:
+        by_agent[s["agent_id"]] = by_agent.get(s["agent_id"], 0) + 1
+    # code executions, and the Magentic-One surfers' action reports (their summaries stay text)
+    assert by_agent == {"Computer_terminal": 145, "ComputerTerminal": 3, "WebSurfer": 266, "FileSurfer": 17}
 
 
 @pytest.mark.corpus
@@ -220,6 +281,8 @@ def test_corpus_sniff_claims_only_own_files(corpus_dir):
     assert len(claimed) == 92
 
 
-@pytest.mark.parametrize("name", ["hand_crafted_silence.json", "algorithm_generated_frames.json"])
+@pytest.mark.parametrize(
+    "name", ["hand_crafted_silence.json", "hand_crafted_surfers.json", "algorithm_generated_frames.json"]
+)
 def test_wrong_types_never_break_a_file(tmp_path, name):
     check_wrong_types("who-and-when", FIX / name, tmp_path)

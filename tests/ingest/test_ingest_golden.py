@@ -16,9 +16,9 @@ def test_rows_match_the_recorded_snapshot(tmp_path: Path) -> None:
     want = orjson.loads(GOLDEN.read_bytes())
     now, lab, root = ingest_snapshot(tmp_path)
     assert {t: len(v) for t, v in now.items()} == {
-        "trajectories": 59,
-        "steps": 573,
-        "sources": 58,
+        "trajectories": 60,
+        "steps": 587,
+        "sources": 59,
         "quarantine": 36,
     }
     problems = _diff(now, want)

@@ -10,7 +10,7 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 3
+ROWS_VERSION = 4
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -25,7 +25,8 @@ run pytest` pytest), more process wrappers (`xvfb-run`, `script -c`, `watch`, `s
 the DAG uses too): replacement strings are replaced (`parallel python x.py {} ::: a.wav` is audio, not
 compute), several `:::` sources form their product (a command-less `parallel ::: ffprobe ::: a.mp4` lists
 ffprobe, not the file names), `:::+` links, `--onall` is a flag, `-s N`, `--jl FILE`, `--arg-sep` and
-bundled `-kj 4` take their values, and a source with no argument runs nothing."""
+bundled `-kj 4` take their values, and a source with no argument runs nothing.
+4: `open_local_file` (Magentic-One's FileSurfer) is a read, its modality taken from the path."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)

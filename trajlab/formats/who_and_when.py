@@ -13,6 +13,12 @@ A message from the code-executing agent (`Computer_terminal`, `ComputerTerminal`
 `tool_call` step whose arguments are the code blocks of the latest message that had any (the
 Orchestrator's `(thought)` messages are not sent to the terminal and do not count) and whose
 output is the execution result, still one step per message.
+
+Magentic-One's WebSurfer and FileSurfer act on the web and on local files and then report what
+they did ("I typed 'q' into the browser search bar.", "I clicked 'Details'.", "Address:
+file:///workspace/a.mp3"): such a report is a `tool_call` step too (`web_search {query}`,
+`web_browser {action, ...}`, `open_local_file {path}`) whose output is the report, so the page it
+shows is tool evidence rather than agent text. Their other messages (summaries, answers) stay text.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
 from ._safe import raw_of_obj
@@ -38,6 +45,21 @@ _FINAL_RE = re.compile(r"FINAL ANSWER:\s*(.+)")
 _PY_LANGS = {"python", "py", "python3", "ipython", ""}
 _SH_LANGS = {"sh", "bash", "shell", "console", "zsh"}
 _MARKERS = (b'"mistake_agent"', b'"mistake_step"', b'"question_ID"')
+_WEB_SURFERS = {"websurfer", "web_surfer"}
+_FILE_SURFERS = {"filesurfer", "file_surfer"}
+# The first paragraph of a WebSurfer action report (a clicked label may span lines).
+_TYPED_RE = re.compile(
+    r"I typed '(?P<text>.*)' into (?P<into>'.*'|the browser (?:search|address) bar)\.", re.S
+)
+_CLICKED_RE = re.compile(r"I clicked (?:'(?P<target>.*)'|the (?P<what>browser back button|control))\.", re.S)
+_SCROLLED_RE = re.compile(r"I scrolled (?P<dir>up|down) one page in the browser\.")
+_PAGE_RE = re.compile(r"Here is a screenshot of \[[^\]\n]*\]\((?P<url>[^)\s]+)\)")
+# Bing's query box announces itself by its character counter.
+_SEARCH_BOX_RE = re.compile(r"'\d+ characters out of \d+'")
+_ADDRESS_RE = re.compile(r"Address: (?P<addr>\S+)")
+_FILE_ERROR_RE = re.compile(
+    r"^Title: Error 404$|^File not found:|^Error\. Could not transcribe|encountered an error", re.M
+)
 
 
 def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
@@ -79,6 +101,43 @@ def _exit_code(text: str) -> int | None:
     return None
 
 
+def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
+    """(tool, arguments) of a WebSurfer action report, or None for its other messages."""
+    head = text.split("\n\n", 1)[0].strip()
+    args: dict[str, Any]
+    if m := _TYPED_RE.fullmatch(head):
+        into = m.group("into")
+        if into == "the browser search bar" or _SEARCH_BOX_RE.fullmatch(into):
+            return "web_search", {"query": m.group("text")}
+        if into == "the browser address bar":
+            return "web_browser", {"action": "visit", "url": m.group("text")}
+        args = {"action": "type", "text": m.group("text"), "field": into[1:-1]}
+    elif m := _CLICKED_RE.fullmatch(head):
+        what = m.group("what")
+        args = {"action": "back"} if what == "browser back button" else {"action": "click"}
+        if m.group("target") is not None:
+            args["target"] = m.group("target")
+    elif m := _SCROLLED_RE.fullmatch(head):
+        args = {"action": f"scroll_{m.group('dir')}"}
+    else:
+        return None
+    if page := _PAGE_RE.search(text):
+        args["page_url"] = page.group("url")
+    return "web_browser", args
+
+
+def _file_action(text: str) -> tuple[dict[str, Any] | None, bool] | None:
+    """(arguments, is_error) of a FileSurfer report, or None for its other messages."""
+    if text.startswith("File surfer encountered an error"):
+        return None, True
+    m = _ADDRESS_RE.match(text)
+    if not m:
+        return None
+    addr = m.group("addr")
+    path = unquote(addr[len("file://") :]) if addr.startswith("file://") else addr
+    return {"path": path}, bool(_FILE_ERROR_RE.search(text))
+
+
 def _int(v: Any) -> int | None:
     try:
         return int(v)
@@ -91,6 +150,7 @@ class WhoAndWhenAdapter(Adapter):
     runner = "who_and_when"
     extensions = (".json",)
     priority = 30
+    version = 2  # 2: WebSurfer/FileSurfer action reports are tool calls
     description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -163,6 +223,35 @@ class WhoAndWhenAdapter(Adapter):
                     anomalies.append(f"history[{i}]: execution output without a preceding code block")
                 last_blocks = None
                 steps.append(step)
+                continue
+            surfer = agent.lower()
+            web = _web_action(text) if surfer in _WEB_SURFERS else None
+            if web is not None:
+                steps.append(
+                    {
+                        **base,
+                        "kind": "tool_call",
+                        "tool_name": web[0],
+                        "arguments": web[1],
+                        "output": text,
+                        "is_error": False,
+                    }
+                )
+                continue
+            local = _file_action(text) if surfer in _FILE_SURFERS else None
+            if local is not None:
+                steps.append(
+                    {
+                        **base,
+                        "kind": "tool_call",
+                        "tool_name": "open_local_file",
+                        "arguments": local[0],
+                        "output": text,
+                        "is_error": local[1],
+                    }
+                )
+                if local[0] is None:
+                    anomalies.append(f"history[{i}]: FileSurfer could not read its call's arguments")
                 continue
             if role == "human":
                 # The person asking is not one of the agents: their message belongs to `main`.

@@ -274,6 +274,7 @@ EXT_RE = re.compile(r"\.([A-Za-z0-9]{2,5})(?:$|[\"'\s:?#)\]])")
 RUNNER_TOOLS: dict[str, tuple[str, str | None]] = {
     "read": ("read", None),
     "read_file": ("read", None),
+    "open_local_file": ("read", None),  # Magentic-One FileSurfer
     "view": ("read", None),
     "write": ("write", None),
     "write_file": ("write", None),
