@@ -214,12 +214,23 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     }
 
 
+def content_words(text: str, task_lower: str) -> list[str]:
+    """The words of `text` (4+ letters, in order, once each) that are neither stop words nor in the task."""
+    return [
+        w
+        for w in dict.fromkeys(_WORD_RE.findall(text))
+        if w.lower() not in _STOP and w.lower() not in task_lower
+    ]
+
+
+def numbers_in(text: str) -> list[str]:
+    """The numbers of `text` (one digit too; not clock times, line-number prefixes or parts of names)."""
+    return list(dict.fromkeys(m.group() for m in _NUM_ITER(text)))
+
+
 def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str]) -> list[str]:
     """Words of a short answer found in an output, and pieces (even one digit) an output is exactly."""
-    task = task_text(b).lower()
-    words = [
-        w for w in dict.fromkeys(_WORD_RE.findall(text)) if w.lower() not in _STOP and w.lower() not in task
-    ]
+    words = content_words(text, task_text(b).lower())
     evid = [i for i in sorted(b.nodes) if i < answer and is_evidence(b, i)]
     exact: dict[str, int] = {}
     for i in evid:
@@ -248,7 +259,7 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
                 continue
             for f in dict.fromkeys((w, w.lower(), w.upper(), w.capitalize())):
                 # the first occurrence (before the best so far) not inside a longer name
-                m = _term_re(f).search(big, 0, len(big) if best < 0 else best + len(f))
+                m = term_re(f).search(big, 0, len(big) if best < 0 else best + len(f))
                 if m is not None and (best < 0 or m.start() < best):
                     best = m.start()
             src = outs[bisect_right(starts, best) - 1][0] if best >= 0 else None
@@ -259,7 +270,7 @@ def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str
 
 
 @lru_cache(maxsize=4096)
-def _term_re(term: str) -> re.Pattern[str]:
+def term_re(term: str) -> re.Pattern[str]:
     """`term` not inside a longer name (as `_tokens.find_path`): no word character, `.` or `-` before
     it, no word character or `-` after it. The literal comes first, so the search runs in C."""
     n = len(term)

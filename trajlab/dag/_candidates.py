@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._answer import SHORT_ANSWER_WORDS, content_words, numbers_in, task_text, term_re
 from ._stepio import SETUP_TOOLS
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ SIGNALS: dict[str, float] = {
     "single_frame_sampling": 0.87,
     "answer_without_modality": 0.86,
     "missing_modality_branch": 0.85,
+    "unevidenced_origin": 0.84,
     "answer_unsupported": 0.83,
     "answer_value_unsupported": 0.80,
     "unobserved_source": 0.78,
@@ -37,6 +39,8 @@ SIGNALS: dict[str, float] = {
 }
 """Signal -> base score. Later entries of the same signal lose 0.02 each (most recent first)."""
 MAX_CANDIDATES = 10
+ORIGIN_MAX_STATEMENTS = 50
+"""A term of the answer that more messages than this state is common talk, not a claim to trace."""
 _CASCADE = ("sibling tool call errored", "cancelled because", "canceled because", "aborted because another")
 _WEB_TOOLS = frozenset(["web_search", "web_fetch", "browser", "curl", "wget", "http", "lynx", "w3m"])
 _SINGLE_FRAME = ("-frames:v 1 ", "-vframes 1 ", "-frames 1 ")
@@ -81,6 +85,7 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     _errors(b, ctx, r)
     missing = _modalities(b, ctx, r)
     _answer(b, ctx, r, missing)
+    _origins(b, ctx, r)
     if ctx["errors"]:
         v = ctx["errors"][0]
         if b.nodes[v]["kind"] == "action":
@@ -281,3 +286,58 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
             f"{_what(b, v)} extracted the {nodes[v]['modality']} evidence the answer rests on",
             rank=k,
         )
+
+
+def _origins(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
+    """A value or name the final answer gives that no tool output, tool argument or input shows before
+    it: the earliest message (text or reasoning) that states it is where it came from, unevidenced (a
+    claim from memory, a misread page retold, arithmetic done in the head)."""
+    answer: int | None = ctx["answer"]
+    if answer is None or b.nodes[answer]["kind"] != "text":
+        return
+    text = b.by_idx[answer].get("text") or ""
+    final = (b.t.get("final_answer") or "").strip()
+    if final and final in text:
+        text = final
+    elif len(text.split()) > SHORT_ANSWER_WORDS:
+        return
+    task = task_text(b)
+    terms = [v for v in numbers_in(text) if not (v in task and term_re(v).search(task))]
+    terms += [w for w in content_words(text, task.lower()) if w[0].isupper()]
+    if not terms:
+        return
+    nodes = b.nodes
+    statements: list[tuple[int, str]] = []
+    shown: list[str] = []
+    for i in sorted(nodes):
+        if i >= answer:
+            break
+        s = b.by_idx[i]
+        if nodes[i]["kind"] in ("text", "reasoning"):
+            if s.get("text"):
+                statements.append((i, s["text"]))
+            continue
+        if nodes[i]["tool"] == "image_read":
+            # the model looked at an image: what it says next may be read off the picture, which the
+            # log does not hold as text, so later statements are not traced
+            break
+        shown += [x for x in (s.get("arguments"), s.get("output"), s.get("text")) if x]
+    k = 0
+    for term in terms:
+        forms = list(dict.fromkeys((term, term.lower(), term.upper(), term.capitalize())))
+        # a substring test first (in C), the boundary regex only where the term occurs at all
+        if any(f in x and term_re(f).search(x) for x in shown for f in forms):
+            continue
+        rx = term_re(term)
+        hits = [i for i, x in statements if term in x and rx.search(x)]
+        if not hits or len(hits) > ORIGIN_MAX_STATEMENTS:
+            continue
+        first = hits[0]
+        r.add(
+            first,
+            "unevidenced_origin",
+            f"{_what(b, first)} first states {term!r}, which the final answer (step {answer}) gives and no "
+            "tool output, argument or input shows",
+            rank=k,
+        )
+        k += 1

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 10
+DAG_VERSION = 11
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -22,7 +22,9 @@ looked through.
 10: GNU `parallel` jobs come from the splitter tool normalization uses (`trajlab.normalize.parallel_jobs`):
 arguments from standard input, `-a` or `::::` files run CMD as written (its scripts and reads are seen),
 several `:::` sources form their product, positional `{1}` `{2}`, `:::+` links, `-I` renames `{}`, and
-the options that take a value (`--jl`, `-s`, `-kj 4`, `--arg-sep`) or not (`--onall`) are told apart."""
+the options that take a value (`--jl`, `-s`, `-kj 4`, `--arg-sep`) or not (`--onall`) are told apart.
+11: candidate `unevidenced_origin`: a number or name of the final answer that no tool output, argument or
+input shows is traced to the first message that states it."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
