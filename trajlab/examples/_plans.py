@@ -101,8 +101,10 @@ class _Builder:
     def think(self, text: str) -> None:
         self.acts.append(Act("think", text=text))
 
-    def say(self, text: str) -> None:
-        self.acts.append(Act("say", text=text))
+    def say(self, text: str) -> Act:
+        a = Act("say", text=text)
+        self.acts.append(a)
+        return a
 
     def call(
         self,
@@ -384,7 +386,8 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
                 answer = str(sum(vals[:2]))
             elif variant == "mental_math":
                 answer = task.wrong_answers["calc"]
-                b.say(f"Adding them up: {' + '.join(map(str, vals))} = {answer}.")
+                # the slip is made in this message: the final answer only repeats it
+                b.say(f"Adding them up: {' + '.join(map(str, vals))} = {answer}.").decisive = True
             elif variant == "web":
                 d = b.call(
                     f"{media.split('_')[0]} quarterly amounts",
@@ -489,7 +492,7 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
             answer = task.wrong_answers["calc"]
         elif variant == "mental_math":
             answer = task.wrong_answers["calc"]
-            b.say(f"Subtotal is about {sum(items):.2f}; with the tip that is {answer}.")
+            b.say(f"Subtotal is about {sum(items):.2f}; with the tip that is {answer}.").decisive = True
         else:
             b.python(f"round(sum({items}) * (1 + {tip}/100), 2)", f"{f['total']:.2f}")
             answer = task.answer if outcome == "success" else task.wrong_answers["calc"]
@@ -497,6 +500,6 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
     if outcome == "success":
         answer = task.answer
     final = b.final(answer)
-    if variant in ("mental_math",):
-        final.decisive = True
+    if variant == "mental_math" and not any(a.decisive for a in b.acts):
+        final.decisive = True  # no message worked the number out: the answer itself is the slip
     return Plan(b.acts, outcome, category, variant, answer, sorted(set(b.patterns)))

@@ -124,6 +124,16 @@ class _ExampleResolver:
                 s["step_index"] for s in steps if s["kind"] == "assistant" and (s["text"] or "").strip()
             ]
             idx = finals[-1] if finals else None
+        elif dec.get("assistant_text"):
+            said = dec["assistant_text"].strip()
+            idx = next(
+                (
+                    s["step_index"]
+                    for s in steps
+                    if s["kind"] == "assistant" and (s["text"] or "").strip() == said
+                ),
+                None,
+            )
         return {"trajectory_id": tid, "category": rec["category"], "decisive_step_index": idx}
 
 
