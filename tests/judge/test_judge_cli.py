@@ -22,7 +22,7 @@ def test_judge_lab_without_a_model_runs_the_rules_judge(tmp_path, monkeypatch) -
     r = run("judge", str(lab.root), "--no-progress")
     assert r.exit_code == 0
     assert "no judge model configured" in r.stderr
-    assert "rules judge (rules-1), taxonomy omni-failure v1.0.0" in r.stdout
+    assert "rules judge (rules-2), taxonomy omni-failure v1.0.0" in r.stdout
     assert "status: labeled=2, unjudgeable=1" in r.stdout
     r = run("judge", "show", str(lab.root))
     assert r.exit_code == 0 and "tool_infrastructure" in r.stdout and "t_video_skip" in r.stdout
@@ -67,7 +67,7 @@ def test_eval_cli(tmp_path, monkeypatch) -> None:
     )
     r = run("judge", "eval", str(lab.root), "--gold", str(gold))
     assert r.exit_code == 0
-    assert "rules judge (rules-1) vs 2 gold labels; coverage 50.0%" in r.stdout
+    assert "rules judge (rules-2) vs 2 gold labels; coverage 50.0%" in r.stdout
     r = run("judge", "eval", str(lab.root), "--gold", str(gold), "--json", "-k", "2")
     res = json.loads(r.stdout)
     assert res["category"]["accuracy"] == 0.5 and res["decisive_step"]["within_2"] == 0.5
@@ -154,5 +154,5 @@ def test_eval_of_a_judge_or_model_without_labels_is_an_error_not_zero_accuracy(t
     for extra in (["--judge", "llm"], ["--model", "rules-9"], ["--taxonomy", "multi-agent"]):
         r = CliRunner().invoke(cli, ["judge", "eval", str(lab.root), "--gold", str(gold), *extra])
         assert r.exit_code == 1, (extra, r.output)
-        assert "Error: no judge labels for the" in r.output and "rules (rules-1, omni-failure)" in r.output
+        assert "Error: no judge labels for the" in r.output and "rules (rules-2, omni-failure)" in r.output
         assert "accuracy" not in r.output

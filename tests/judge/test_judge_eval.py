@@ -132,9 +132,14 @@ def test_who_and_when_agent_and_step_accuracy(tmp_path) -> None:
         "agent_accuracy_on_labeled": 1.0,
         "step_accuracy_on_labeled": 1.0,
     }
+    # rules-2: the year of the final answer that no tool output shows was first said by WebSurfer at #2
+    # (unsupported_claim -> wrong_information), the annotated mistake.
     hc = res["subsets"]["Hand-Crafted"]
-    assert hc["n"] == 1 and hc["labeled"] == 0 and hc["agent_accuracy"] == 0.0
-    assert res["subsets"]["all"]["agent_accuracy"] == 0.5
+    assert hc == {**alg, "n": 1, "labeled": 1}
+    labels = {r["trajectory_id"]: r for r in lab.refresh().read("judge_labels").to_pylist()}
+    assert labels["t_ww_info"]["category"] == "wrong_information"
+    assert labels["t_ww_info"]["decisive_step_index"] == 2
+    assert res["subsets"]["all"]["agent_accuracy"] == 1.0
     assert "Algorithm-Generated" in format_eval(res)
 
 

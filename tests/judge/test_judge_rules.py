@@ -67,6 +67,90 @@ def test_unmapped_detectors_are_reported(lab) -> None:
     assert "fired but not in this taxonomy: frames_never_extracted" in v.coverage
 
 
+def _claims_lab(path):
+    def run(tid: str, task: str, output: str, claim: str, final: str) -> dict:
+        return {
+            "trajectory_id": tid,
+            "runner": "fixture",
+            "format": "fixture",
+            "outcome": "failure",
+            "domain": "audio",
+            "task": task,
+            "final_answer": final,
+            "steps": [
+                {"kind": "user", "text": task},
+                {
+                    "kind": "tool_call",
+                    "tool_name": "bash",
+                    "tool": "whisper",
+                    "modality": "audio",
+                    "command": "whisper clip.wav",
+                    "arguments": '{"command": "whisper clip.wav"}',
+                    "output": output,
+                    "exit_code": 0,
+                    "is_error": False,
+                    "call_id": "c1",
+                },
+                {"kind": "assistant", "text": claim},
+                {"kind": "assistant", "text": f"The answer is {final}."},
+            ],
+        }
+
+    heard = "[00:01] first 130 dollars [00:04] then 89 dollars [00:07] and 54 dollars"
+    return make_lab(
+        path,
+        extra=[
+            run(
+                "t_expr", "What do the amounts in clip.wav add up to?", heard, "Roughly 4 x 65 = 260.", "260"
+            ),
+            run("t_word", "What do the amounts in clip.wav add up to?", heard, "Their sum is 263.", "263"),
+            run(
+                "t_evid",
+                "What do the amounts in clip.wav add up to?",
+                heard,
+                "From 130 and 89 it is 219.",
+                "219",
+            ),
+            run(
+                "t_claim",
+                "Who composed the clip's theme?",
+                "[00:01] music",
+                "It is by Marguerite Monnot.",
+                "Marguerite Monnot",
+            ),
+            run(
+                "t_shown",
+                "What do the amounts in clip.wav add up to?",
+                heard + " 273 in all",
+                "So 273.",
+                "273",
+            ),
+        ],
+    )
+
+
+def test_an_answer_value_no_tool_showed_is_a_claim_or_head_arithmetic(tmp_path) -> None:
+    lab = _claims_lab(tmp_path / "lab")
+    for tid in ("t_expr", "t_word", "t_evid"):
+        v = decide(load_view(lab, tid), OMNI.detector_map())
+        assert (v.category, v.decisive_step, v.used[0].detector) == (
+            "reasoning_calculation",
+            2,
+            "mental_arithmetic",
+        ), tid
+        assert decide(load_view(lab, tid), MULTI.detector_map()).category == "reasoning_error"
+    v = decide(load_view(lab, "t_claim"), OMNI.detector_map())
+    assert (v.category, v.decisive_step, v.used[0].detector) == (
+        "knowledge_retrieval",
+        2,
+        "unsupported_claim",
+    )
+    assert "#2 stated Marguerite" in v.coverage and v.confidence < 0.5
+    assert decide(load_view(lab, "t_claim"), MULTI.detector_map()).category == "wrong_information"
+    # the answer value is in the transcript: nothing unevidenced, the rules abstain
+    assert decide(load_view(lab, "t_shown"), OMNI.detector_map()).category is None
+
+
 def test_rules_judge_writes_labels_and_reports_coverage(tmp_path) -> None:
     lab = make_lab(tmp_path / "lab", "omni_runs", "adversarial")
     rep = rules_judge(lab, "omni-failure", progress=False)
@@ -80,7 +164,7 @@ def test_rules_judge_writes_labels_and_reports_coverage(tmp_path) -> None:
     a = rows["t_audio_infra"]
     assert (a["judge"], a["model"], a["status"], a["category"]) == (
         "rules",
-        "rules-1",
+        "rules-2",
         "labeled",
         "tool_infrastructure",
     )

@@ -4,8 +4,11 @@ Each detector looks for one documented signal (taxonomy `signals[].detector`); t
 detector to a category. What the rules judge can decide: environment failures (missing tools and
 modules, permissions, timeouts, network, resources), a media modality the task needs that was never
 processed, a media tool that ran and failed or sampled a single frame, an unrecovered exception in the
-agent's own code, and loops. What it cannot decide, and abstains on: whether a transcript, an OCR
-reading or a fact was *wrong* when the tools ran fine, and whether reasoning or arithmetic was wrong.
+agent's own code, and loops. From the DAG's `unevidenced_origin` candidate it also labels, with low
+confidence, an answer value that no tool output, argument or input shows: a claim a message made
+(`unsupported_claim`) or arithmetic a message did in its head (`mental_arithmetic`). What it cannot
+decide, and abstains on: whether a transcript, an OCR reading or a fact was *wrong* when the tools ran
+fine and the answer repeats what they showed, and reasoning errors that leave no unevidenced value.
 Those need an LLM judge or a human.
 """
 
@@ -34,14 +37,17 @@ from ._signals import (
 )
 from ._view import TrajectoryView
 
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
+"""rules-2: `unsupported_claim` and `mental_arithmetic` from the DAG's `unevidenced_origin` candidates."""
 
 CAPABILITIES = (
     "decides: environment failures (command not found, missing module, permission, timeout, network, "
     "out of memory/disk) that were never recovered; a media modality the task needs (audio, video, image) "
     "that was never processed; media tools that ran and failed or extracted a single frame; unrecovered "
-    "exceptions in the agent's own code; loops of identical steps. Cannot decide (abstains): a wrong "
-    "transcript, OCR reading or fact from tools that ran fine, and wrong reasoning or arithmetic."
+    "exceptions in the agent's own code; loops of identical steps; with low confidence, an answer value no "
+    "tool output shows, first stated by a message (a claim, or arithmetic done in the message). Cannot "
+    "decide (abstains): a wrong transcript, OCR reading or fact from tools that ran fine when the answer "
+    "repeats what they showed, and wrong reasoning that leaves no unevidenced value."
 )
 
 # Groups in decision order: the first group with a hit decides the primary category.
@@ -61,9 +67,19 @@ _GROUP = {
     "code_exception": 4,
     "repeated_step": 5,
     "web_never_searched": 5,
+    "mental_arithmetic": 6,
+    "unsupported_claim": 6,
 }
 _NEVER = {"audio": "asr_never_run", "video": "frames_never_extracted", "image": "image_never_viewed"}
 _FAILED = {"audio": "asr_failed", "video": "frames_failed"}
+_STATED_RE = re.compile(r"first states (['\"])(?P<term>.+?)\1, which")
+_ARITHMETIC_RE = re.compile(r"\d\s*(?:[-+*/×x÷]|\bplus\b|\bminus\b|\btimes\b)\s*\(?\$?\d|=\s*\$?-?\d")
+_WORKED_RE = re.compile(
+    r"\b(?:sum|subtotal|add(?:ing|ed)? (?:them |it |these )?up|average|difference|multipl\w+|divid\w+|"
+    r"percent|ratio|twice|half of|doubled?)\b",
+    re.I,
+)
+_NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _EMPTY_OUTPUT = re.compile(r"frame=\s*0\b|output file is empty|nothing was encoded|no speech detected", re.I)
 
 
@@ -278,6 +294,57 @@ def _web_hits(view: TrajectoryView) -> list[Hit]:
     return [Hit("web_never_searched", view.final_step_index(), "", 0.5, f"domain={domain} but no web step")]
 
 
+def _computed(view: TrajectoryView, idx: int, term: str, text: str) -> bool:
+    """Did the message at `idx` work the number out: an arithmetic expression or word (sum, subtotal,
+    average, ...), or other numbers that the task or an earlier tool output shows (it combined evidence,
+    in its head)?"""
+    if _ARITHMETIC_RE.search(text) or _WORKED_RE.search(text):
+        return True
+    others = {n for n in _NUMBER_RE.findall(text) if n != term and len(n.strip("-")) > 1}
+    if not others:
+        return False
+    shown = [str(view.trajectory.get("task") or "")]
+    shown += [str(s.get("output") or "") for s in view.steps if is_action(s) and int(s["step_index"]) < idx]
+    return any(n in x for n in others for x in shown)
+
+
+def _claim_hits(view: TrajectoryView) -> list[Hit]:
+    """A value of the final answer no tool output, argument or input shows (the DAG's
+    `unevidenced_origin`): the message that first stated it made a claim or did arithmetic in its head."""
+    hits: list[Hit] = []
+    by_idx = {int(s["step_index"]): s for s in view.steps}
+    for c in view.candidates():
+        if not isinstance(c, dict) or c.get("signal") != "unevidenced_origin":
+            continue
+        idx, m = c.get("step_index"), _STATED_RE.search(str(c.get("reason") or ""))
+        step = by_idx.get(idx) if isinstance(idx, int) else None
+        if step is None or m is None:
+            continue
+        term, text = m.group("term"), str(step.get("text") or "")
+        number = term[:1].isdigit() or term[:1] == "-"
+        if number and _computed(view, idx, term, text):
+            hits.append(
+                Hit(
+                    "mental_arithmetic",
+                    idx,
+                    text.strip().splitlines()[0][:160] if text.strip() else "",
+                    0.5,
+                    f"#{idx} worked out {term}, which the answer gives, without running any computation",
+                )
+            )
+        else:
+            hits.append(
+                Hit(
+                    "unsupported_claim",
+                    idx,
+                    text.strip().splitlines()[0][:160] if text.strip() else "",
+                    0.45,
+                    f"#{idx} stated {term}, which the answer gives and no tool output, argument or input shows",
+                )
+            )
+    return hits[:2]
+
+
 def detect(view: TrajectoryView) -> list[Hit]:
     """Every detector that fires on the trajectory."""
     infra = _infra_hits(view)
@@ -287,7 +354,7 @@ def detect(view: TrajectoryView) -> list[Hit]:
     # never-run signal, not an environment failure: keep it only as context.
     infra = [h for h in infra if not (h.weak and h.modality in never_mods)]
     code = _code_hits(view, {h.step_index for h in infra if h.step_index is not None})
-    return infra + media + code + _repeat_hits(view) + _web_hits(view)
+    return infra + media + code + _repeat_hits(view) + _web_hits(view) + _claim_hits(view)
 
 
 def decide(view: TrajectoryView, detector_map: dict[str, str]) -> RulesVerdict:

@@ -32,6 +32,10 @@ DETECTORS: dict[str, str] = {
     "web_never_searched": "a task needing outside knowledge where no web or search step was run",
     "code_exception": "the agent's own code raised an unrecovered exception in a computation step",
     "repeated_step": "the same action or message repeated three or more times in a row (a loop)",
+    "unsupported_claim": "a value or name of the final answer that no tool output, argument or input shows "
+    "was first stated by a message (a claim from memory or a retold page)",
+    "mental_arithmetic": "a number of the final answer that no tool output shows was worked out in a message "
+    "(an arithmetic expression, or numbers from the evidence combined without running code)",
 }
 """Step-signal detectors the offline rules judge implements. A taxonomy signal may name one with
 `detector:`; the rules judge then labels a trajectory with the category whose signal fired."""
