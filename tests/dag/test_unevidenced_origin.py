@@ -114,3 +114,16 @@ def test_statements_after_the_model_viewed_an_image_are_not_traced() -> None:
     for i, s in enumerate(r.steps):
         s["step_index"] = i
     assert not _origins(r)  # the year may be read off the plaque, which the log holds as no text
+
+
+def test_a_value_worked_out_in_a_message_outranks_the_unused_branch_it_leaves() -> None:
+    """The answer's number is the message's, so the audio branch never reaches the answer: the message
+    that produced the number is the decision, not the answer that repeats it."""
+    r = Run(domain="audio", final_answer="219")
+    r.user("What do the two amounts in clip.wav add up to?")
+    r.bash("whisper clip.wav --output_format txt && cat clip.txt", "first 130 dollars, then 88 dollars")
+    said = r.say("Adding them up: 130 + 88 = 219.")
+    r.say("The answer is 219.")
+    cands = r.dag().candidates
+    assert (cands[0]["step_index"], cands[0]["signal"]) == (said, "unevidenced_origin")
+    assert "answer_without_modality" in [c["signal"] for c in cands]

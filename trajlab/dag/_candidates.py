@@ -21,9 +21,9 @@ SIGNALS: dict[str, float] = {
     "unrecovered_error": 0.90,
     "last_unrecovered_error": 0.88,
     "single_frame_sampling": 0.87,
+    "unevidenced_origin": 0.865,
     "answer_without_modality": 0.86,
     "missing_modality_branch": 0.85,
-    "unevidenced_origin": 0.84,
     "answer_unsupported": 0.83,
     "answer_value_unsupported": 0.80,
     "unobserved_source": 0.78,
@@ -32,6 +32,7 @@ SIGNALS: dict[str, float] = {
     "answer_source": 0.70,
     "no_final_answer": 0.70,
     "perception_step": 0.62,
+    "stopped_after": 0.55,
     "later_unrecovered_error": 0.60,
     "superseded_error": 0.50,
     "first_error": 0.45,
@@ -148,8 +149,8 @@ def _errors(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
 
 
 def _add_error(b: _Builder, r: _Ranker, v: int, signal: str, reason: str, rank: int = 0) -> None:
-    """An error candidate; when the failed step ran code an earlier step wrote (`executes_step`), the
-    candidate is that author: the executor only ran what it was given."""
+    """A candidate at a failed (or last) step; when that step ran code an earlier step wrote
+    (`executes_step`), the candidate is that author: the executor only ran what it was given."""
     k = b.author_of.get(v)
     if k is None:
         r.add(v, signal, reason, rank)
@@ -206,6 +207,10 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
     if answer is None:
         if ctx["actions"]:
             r.add(None, "no_final_answer", "the run ended without a final answer")
+            last = ctx["actions"][-1]
+            _add_error(
+                b, r, last, "stopped_after", f"the run stopped without an answer after {_what(b, last)}"
+            )
         return
     if lacking:
         r.add(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 11
+DAG_VERSION = 12
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -24,7 +24,10 @@ arguments from standard input, `-a` or `::::` files run CMD as written (its scri
 several `:::` sources form their product, positional `{1}` `{2}`, `:::+` links, `-I` renames `{}`, and
 the options that take a value (`--jl`, `-s`, `-kj 4`, `--arg-sep`) or not (`--onall`) are told apart.
 11: candidate `unevidenced_origin`: a number or name of the final answer that no tool output, argument or
-input shows is traced to the first message that states it."""
+input shows is traced to the first message that states it.
+12: candidate `stopped_after`: the last action of a run that never answered (the author of its code for an
+execution); `unevidenced_origin` scores 0.865, above `answer_without_modality`, whose unused branch it
+explains."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
