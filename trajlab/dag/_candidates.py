@@ -1,7 +1,7 @@
 """Ranked candidates for the decisive step: where a run most likely went wrong, with the signal why.
 
-Each candidate is `{"step_index": int | None, "reason": str, "signal": str, "score": float}`; a null
-step means something that never happened (a missing modality branch). Scores are fixed per signal
+Each candidate is `{"step_index": int | None, "reason": str, "signal": str, "score": float}` (plus
+`term`, the answer value it traces, for `unevidenced_origin`); a null step means something that never happened (a missing modality branch). Scores are fixed per signal
 (see `SIGNALS` and docs/dag.md) so the judges can compare them across runs; a step that triggers
 several signals keeps its best one and names the others in its reason.
 """
@@ -32,8 +32,8 @@ SIGNALS: dict[str, float] = {
     "answer_source": 0.70,
     "no_final_answer": 0.70,
     "perception_step": 0.62,
-    "stopped_after": 0.55,
     "later_unrecovered_error": 0.60,
+    "stopped_after": 0.55,
     "superseded_error": 0.50,
     "first_error": 0.45,
     "cascade_error": 0.40,
@@ -54,9 +54,11 @@ class _Ranker:
         self.by_step: dict[int | None, dict[str, Any]] = {}
         self.nulls: list[dict[str, Any]] = []
 
-    def add(self, step: int | None, signal: str, reason: str, rank: int = 0) -> None:
+    def add(self, step: int | None, signal: str, reason: str, rank: int = 0, term: str | None = None) -> None:
         score = round(max(SIGNALS[signal] - 0.02 * rank, 0.05), 3)
-        cand = {"step_index": step, "reason": reason, "signal": signal, "score": score}
+        cand: dict[str, Any] = {"step_index": step, "reason": reason, "signal": signal, "score": score}
+        if term is not None:
+            cand["term"] = term
         if step is None:
             self.nulls.append(cand)
             return
@@ -344,5 +346,6 @@ def _origins(b: _Builder, ctx: dict[str, Any], r: _Ranker) -> None:
             f"{_what(b, first)} first states {term!r}, which the final answer (step {answer}) gives and no "
             "tool output, argument or input shows",
             rank=k,
+            term=term,
         )
         k += 1

@@ -72,7 +72,6 @@ _GROUP = {
 }
 _NEVER = {"audio": "asr_never_run", "video": "frames_never_extracted", "image": "image_never_viewed"}
 _FAILED = {"audio": "asr_failed", "video": "frames_failed"}
-_STATED_RE = re.compile(r"first states (['\"])(?P<term>.+?)\1, which")
 _ARITHMETIC_RE = re.compile(r"\d\s*(?:[-+*/×x÷]|\bplus\b|\bminus\b|\btimes\b)\s*\(?\$?\d|=\s*\$?-?\d")
 _WORKED_RE = re.compile(
     r"\b(?:sum|subtotal|add(?:ing|ed)? (?:them |it |these )?up|average|difference|multipl\w+|divid\w+|"
@@ -316,32 +315,18 @@ def _claim_hits(view: TrajectoryView) -> list[Hit]:
     for c in view.candidates():
         if not isinstance(c, dict) or c.get("signal") != "unevidenced_origin":
             continue
-        idx, m = c.get("step_index"), _STATED_RE.search(str(c.get("reason") or ""))
+        idx, term = c.get("step_index"), c.get("term")
         step = by_idx.get(idx) if isinstance(idx, int) else None
-        if step is None or m is None:
+        if step is None or not isinstance(term, str) or not term:
             continue
-        term, text = m.group("term"), str(step.get("text") or "")
-        number = term[:1].isdigit() or term[:1] == "-"
-        if number and _computed(view, idx, term, text):
-            hits.append(
-                Hit(
-                    "mental_arithmetic",
-                    idx,
-                    text.strip().splitlines()[0][:160] if text.strip() else "",
-                    0.5,
-                    f"#{idx} worked out {term}, which the answer gives, without running any computation",
-                )
-            )
+        text = str(step.get("text") or "")
+        first_line = text.strip().splitlines()[0][:160] if text.strip() else ""
+        if (term[:1].isdigit() or term[:1] == "-") and _computed(view, idx, term, text):
+            note = f"#{idx} worked out {term}, which the answer gives, without running any computation"
+            hits.append(Hit("mental_arithmetic", idx, first_line, 0.5, note))
         else:
-            hits.append(
-                Hit(
-                    "unsupported_claim",
-                    idx,
-                    text.strip().splitlines()[0][:160] if text.strip() else "",
-                    0.45,
-                    f"#{idx} stated {term}, which the answer gives and no tool output, argument or input shows",
-                )
-            )
+            note = f"#{idx} stated {term}, which the answer gives and no tool output, argument or input shows"
+            hits.append(Hit("unsupported_claim", idx, first_line, 0.45, note))
     return hits[:2]
 
 

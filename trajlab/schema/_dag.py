@@ -89,7 +89,8 @@ class DagMetrics(Table):
     decisive_candidates: str = Field(
         "[]",
         description="JSON list of ranked candidate decisive steps: "
-        '[{"step_index": int|null, "reason": str, "signal": str, "score": float}] (null step = missing branch).',
+        '[{"step_index": int|null, "reason": str, "signal": str, "score": float}] (null step = missing branch; '
+        '`unevidenced_origin` adds "term", the answer value it traces).',
     )
     anomalies: list[str] = Field(
         default_factory=list, description="Graph anomalies (duplicate call ids, orphan results...)."
