@@ -29,7 +29,7 @@ def test_a_value_first_stated_by_a_message_is_traced_to_it() -> None:
     r = _chat("From what I remember it opened in 1987.")
     [c] = _origins(r)
     assert c["step_index"] == 3 and c["score"] == SIGNALS["unevidenced_origin"]
-    assert "'1987'" in c["reason"] and "step 5" in c["reason"]
+    assert "'1987'" in c["reason"] and "step 5" in c["reason"] and c["term"] == "1987"
     assert r.dag().candidates[0]["step_index"] == 3
 
 

@@ -149,6 +149,13 @@ def test_an_answer_value_no_tool_showed_is_a_claim_or_head_arithmetic(tmp_path) 
     assert decide(load_view(lab, "t_claim"), MULTI.detector_map()).category == "wrong_information"
     # the answer value is in the transcript: nothing unevidenced, the rules abstain
     assert decide(load_view(lab, "t_shown"), OMNI.detector_map()).category is None
+    # a candidate without its term (a DAG built before DAG_VERSION 13) decides nothing
+    view = load_view(lab, "t_claim")
+    view.metrics = {
+        **view.metrics,
+        "decisive_candidates": [{k: v for k, v in c.items() if k != "term"} for c in view.candidates()],
+    }
+    assert "unsupported_claim" not in {h.detector for h in detect(view)}
 
 
 def test_rules_judge_writes_labels_and_reports_coverage(tmp_path) -> None:
