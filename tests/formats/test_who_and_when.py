@@ -235,6 +235,22 @@ def test_surfer_messages_that_report_no_action_stay_text(tmp_path):
     assert t["final_answer"] == "7" and t["n_tool_calls"] == 0
 
 
+def test_a_huge_report_full_of_quotes_parses_in_linear_time(tmp_path):
+    """`' into '` 100,000 times in one typed text (1 MB): a regex with two greedy groups would backtrack
+    quadratically (minutes); the string search splits at the last one."""
+    typed = "I typed '" + "' into 'x" * 100_000 + "' into 'Search'."
+    clicked = "I clicked '" + "'." * 200_000 + "'."
+    msgs = [{"role": "human", "content": "Q?"}, {"role": "WebSurfer", "content": typed}]
+    msgs.append({"role": "WebSurfer", "content": clicked})
+    f = tmp_path / "huge.json"
+    f.write_text(json.dumps({"history": msgs, "mistake_agent": "WebSurfer", "mistake_step": 1}))
+    [(_, steps)], ctx = parse(f)
+    assert not ctx.quarantined
+    typed_args = json.loads(steps[1]["arguments"])
+    assert typed_args["field"] == "Search" and len(typed_args["text"]) == 900_000
+    assert json.loads(steps[2]["arguments"])["action"] == "click"
+
+
 @pytest.mark.corpus
 def test_corpus_who_and_when(corpus_dir, tmp_path):
     src = corpus_dir / "who_and_when"

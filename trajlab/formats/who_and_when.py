@@ -48,9 +48,8 @@ _MARKERS = (b'"mistake_agent"', b'"mistake_step"', b'"question_ID"')
 _WEB_SURFERS = {"websurfer", "web_surfer"}
 _FILE_SURFERS = {"filesurfer", "file_surfer"}
 # The first paragraph of a WebSurfer action report (a clicked label may span lines).
-_TYPED_RE = re.compile(
-    r"I typed '(?P<text>.*)' into (?P<into>'.*'|the browser (?:search|address) bar)\.", re.S
-)
+_TYPED = "I typed '"
+_BARS = ("the browser search bar", "the browser address bar")
 _CLICKED_RE = re.compile(r"I clicked (?:'(?P<target>.*)'|the (?P<what>browser back button|control))\.", re.S)
 _SCROLLED_RE = re.compile(r"I scrolled (?P<dir>up|down) one page in the browser\.")
 _PAGE_RE = re.compile(r"Here is a screenshot of \[[^\]\n]*\]\((?P<url>[^)\s]+)\)")
@@ -101,17 +100,33 @@ def _exit_code(text: str) -> int | None:
     return None
 
 
+def _typed(head: str) -> tuple[str, str] | None:
+    """(typed text, where) of `I typed 'TEXT' into WHERE.`; WHERE is a browser bar or a quoted field.
+    The typed text may itself hold `' into '`: the last one splits (string search, linear in the
+    length, where a regex with two greedy groups backtracks quadratically)."""
+    if not head.startswith(_TYPED) or not head.endswith("."):
+        return None
+    body = head[len(_TYPED) : -1]
+    for bar in _BARS:
+        if body.endswith("' into " + bar):
+            return body[: -len("' into " + bar)], bar
+    k = body.rfind("' into '")
+    if k < 0 or not body.endswith("'") or k + len("' into '") > len(body) - 1:
+        return None
+    return body[:k], body[k + len("' into ") :]
+
+
 def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
     """(tool, arguments) of a WebSurfer action report, or None for its other messages."""
     head = text.split("\n\n", 1)[0].strip()
     args: dict[str, Any]
-    if m := _TYPED_RE.fullmatch(head):
-        into = m.group("into")
-        if into == "the browser search bar" or _SEARCH_BOX_RE.fullmatch(into):
-            return "web_search", {"query": m.group("text")}
-        if into == "the browser address bar":
-            return "web_browser", {"action": "visit", "url": m.group("text")}
-        args = {"action": "type", "text": m.group("text"), "field": into[1:-1]}
+    if typed := _typed(head):
+        text, into = typed
+        if into == _BARS[0] or _SEARCH_BOX_RE.fullmatch(into):
+            return "web_search", {"query": text}
+        if into == _BARS[1]:
+            return "web_browser", {"action": "visit", "url": text}
+        args = {"action": "type", "text": text, "field": into[1:-1]}
     elif m := _CLICKED_RE.fullmatch(head):
         what = m.group("what")
         args = {"action": "back"} if what == "browser back button" else {"action": "click"}
