@@ -209,6 +209,7 @@ def test_surfer_action_reports_are_tool_calls():
         "Russell's keynote",
         "Search the schedule",
     )
+    assert args[9]["page_url"] == "https://us.pycon.org/2019/schedule/?q=Russell%27s+keynote"
     assert args[10]["action"] == "back"
     assert all(steps[i]["tool_name"] == "web_browser" and steps[i]["tool"] == "browser" for i in range(6, 11))
     assert all(steps[i]["is_error"] is False and steps[i]["output"] for i in range(5, 11))

@@ -121,12 +121,12 @@ def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
     head = text.split("\n\n", 1)[0].strip()
     args: dict[str, Any]
     if typed := _typed(head):
-        text, into = typed
+        words, into = typed
         if into == _BARS[0] or _SEARCH_BOX_RE.fullmatch(into):
-            return "web_search", {"query": text}
+            return "web_search", {"query": words}
         if into == _BARS[1]:
-            return "web_browser", {"action": "visit", "url": text}
-        args = {"action": "type", "text": text, "field": into[1:-1]}
+            return "web_browser", {"action": "visit", "url": words}
+        args = {"action": "type", "text": words, "field": into[1:-1]}
     elif m := _CLICKED_RE.fullmatch(head):
         what = m.group("what")
         args = {"action": "back"} if what == "browser back button" else {"action": "click"}
