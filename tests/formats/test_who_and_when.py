@@ -238,11 +238,13 @@ def test_surfer_messages_that_report_no_action_stay_text(tmp_path):
 
 def test_a_huge_report_full_of_quotes_parses_in_linear_time(tmp_path):
     """`' into '` 100,000 times in one typed text (1 MB): a regex with two greedy groups would backtrack
-    quadratically (minutes); the string search splits at the last one."""
+    quadratically (minutes); the string search splits at the last one. 20,000 unclosed `[` after a
+    report: the page-line search looks only near the report (a search over the whole text took 30 s)."""
     typed = "I typed '" + "' into 'x" * 100_000 + "' into 'Search'."
     clicked = "I clicked '" + "'." * 200_000 + "'."
+    unclosed = "I clicked 'x'.\n\n" + "Here is a screenshot of [" * 20_000  # 500 KB, no `]`
     msgs = [{"role": "human", "content": "Q?"}, {"role": "WebSurfer", "content": typed}]
-    msgs.append({"role": "WebSurfer", "content": clicked})
+    msgs += [{"role": "WebSurfer", "content": clicked}, {"role": "WebSurfer", "content": unclosed}]
     f = tmp_path / "huge.json"
     f.write_text(json.dumps({"history": msgs, "mistake_agent": "WebSurfer", "mistake_step": 1}))
     [(_, steps)], ctx = parse(f)
@@ -250,6 +252,7 @@ def test_a_huge_report_full_of_quotes_parses_in_linear_time(tmp_path):
     typed_args = json.loads(steps[1]["arguments"])
     assert typed_args["field"] == "Search" and len(typed_args["text"]) == 900_000
     assert json.loads(steps[2]["arguments"])["action"] == "click"
+    assert json.loads(steps[3]["arguments"]) == {"action": "click", "target": "x"}
 
 
 @pytest.mark.corpus

@@ -136,7 +136,9 @@ def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
         args = {"action": f"scroll_{m.group('dir')}"}
     else:
         return None
-    if page := _PAGE_RE.search(text):
+    # the page line follows the report's first paragraph; a bounded window keeps a huge message with
+    # many unclosed `[` from costing a search per opening bracket over the whole text
+    if page := _PAGE_RE.search(text, 0, text.find("\n\n") + 4000 if "\n\n" in text else 4000):
         args["page_url"] = page.group("url")
     return "web_browser", args
 
