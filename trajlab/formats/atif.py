@@ -35,6 +35,7 @@ from ._base import (
 )
 from ._finish import outcome_from_reward
 from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
+from ._scan import through_last
 
 _ATIF_RE = re.compile(rb'"schema_version"\s*:\s*"ATIF-v\d')
 _REF_RE = re.compile(rb'"trajectory_path"\s*:\s*"([^"\\]{1,300})"')
@@ -331,7 +332,7 @@ class AtifAdapter(Adapter):
             step = {**base, "kind": kind, "role": src, "text": text}
             run.steps.append(step)
             if src == "user" and is_main and run.task is None and text:
-                m = _TASK_RE.search(text)
+                m = _TASK_RE.search(text, 0, through_last(text, "Current terminal state:"))
                 run.task = m.group(1).strip() if m else text
             self._subagents(refs, step, path, ctx, run, base)
             return

@@ -45,6 +45,7 @@ from ._base import (
 from ._finish import outcome_from_reward
 from ._read import json_objects
 from ._safe import raw_of_obj
+from ._scan import through_last
 from ._typed import typed_rows
 
 _MSG_KEYS = ("messages", "conversations", "conversation", "trajectory")
@@ -282,10 +283,11 @@ class _Conversation:
             if isinstance(m.get(k), str) and m[k]:
                 self.steps.append({**base, "kind": "reasoning", "text": m[k]})
         body = text or ""
-        thinks = _THINK_RE.findall(body)
+        end = through_last(body, "</think>")
+        thinks = _THINK_RE.findall(body, 0, end)
         if thinks:
             self.steps.append({**base, "kind": "reasoning", "text": "\n".join(t.strip() for t in thinks)})
-            body = _THINK_RE.sub("", body).strip()
+            body = (_THINK_RE.sub("", body[:end]) + body[end:]).strip()
         calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
         parsed = None if calls or m.get("function_call") else self._embedded(body)
         if body:

@@ -29,6 +29,7 @@ from ._base import (
 )
 from ._read import json_objects, read_jsonl_lines
 from ._safe import BAD_SHAPE, as_int, raw_of_obj, rollback
+from ._scan import through_last
 from ._typed import text_of
 
 _LINE_TYPES = {
@@ -74,10 +75,10 @@ def _slash_prompt(text: str) -> str | None:
     """`/cmd args` for a slash-command message that carries arguments (the user's real request)."""
     if "<command-name>" not in text[:400]:
         return None
-    args = _SLASH_ARGS.search(text)
+    args = _SLASH_ARGS.search(text, 0, through_last(text, "</command-args>"))
     if not args or not args.group(1).strip():
         return None
-    name = _SLASH_NAME.search(text)
+    name = _SLASH_NAME.search(text, 0, through_last(text, "</command-name>"))
     return f"{name.group(1) if name else ''} {args.group(1).strip()}".strip()
 
 

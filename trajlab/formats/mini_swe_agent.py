@@ -35,6 +35,7 @@ from ._base import (
     parse_ts,
 )
 from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
+from ._scan import through_last
 from .swe_agent import _instance_id, prediction, resolution, run_companions
 
 _FORMAT_RE = re.compile(rb'"trajectory_format"\s*:\s*"mini-swe-agent')
@@ -229,7 +230,8 @@ class _Conv:
                 args = parse_args(as_dict(tc.get("function")).get("arguments"))
                 cmds.append((args.get("command") if isinstance(args, dict) else None, as_id(tc.get("id"))))
         else:
-            found = [a.strip() for a in _ACTION_RE.findall(text or "")]
+            body = text or ""
+            found = [a.strip() for a in _ACTION_RE.findall(body, 0, through_last(body, "\n```"))]
             # mini executes only a reply with exactly one action; otherwise it answers with a format error
             cmds = [(found[0], None)] if len(found) == 1 else []
         for cmd, cid in cmds:
@@ -302,7 +304,7 @@ def _observation(text: str | None, extra: dict[str, Any]) -> dict[str, Any]:
         if m and code is None:
             code = int(m.group(1))
         if out is None:
-            mo = _OUTPUT_RE.search(text)
+            mo = _OUTPUT_RE.search(text, 0, through_last(text, "</output>"))
             if mo:
                 out = mo.group(1)
             else:

@@ -31,11 +31,14 @@ from urllib.parse import unquote
 
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
 from ._safe import raw_of_obj
+from ._scan import through_last
 from ._typed import typed_rows
 
 _TERMINALS = {"computer_terminal", "computerterminal"}
 _ROLE_AGENT_RE = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<what>[^)]*)\)\s*$")
-_CODE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
+# the info string after the language is bounded: unbounded, a line of many ``` without a newline
+# makes every opening scan to the end of the line (quadratic)
+_CODE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]{0,200}\n(.*?)```", re.S)
 _EXIT_RES = (
     re.compile(r"exitcode:\s*(-?\d+)"),
     re.compile(r"exited with Unix exit code:\s*(-?\d+)"),
@@ -76,7 +79,7 @@ def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
 def _code_blocks(text: str) -> list[tuple[str, str]]:
     if "```" not in text:
         return []
-    return [(lang.lower(), code) for lang, code in _CODE_RE.findall(text)]
+    return [(lang.lower(), code) for lang, code in _CODE_RE.findall(text, 0, through_last(text, "```"))]
 
 
 def _exec_call(blocks: list[tuple[str, str]] | None) -> tuple[str, dict[str, Any] | None]:
