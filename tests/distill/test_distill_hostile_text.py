@@ -130,3 +130,16 @@ def test_skill_names_are_distinct_stable_and_valid() -> None:
     assert skill_names("distilled", ["domain=a b", "domain=a-b"]) == skill_names(
         "distilled", ["domain=a-b", "domain=a b"]
     )
+
+
+def test_generalizing_a_hostile_command_is_bounded() -> None:
+    """A megabyte of `<<EOF` lines or of `a/a/a/...` made the heredoc and media-path patterns
+    backtrack quadratically (40 KB took over a second); only the head of a command is generalized."""
+    from trajlab.distill._render import EXAMPLE_CHARS, generalize
+
+    for hostile in ("cat <<EOF\n" * 100_000, "a/" * 500_000 + "x", "python -c '" * 100_000):
+        out = generalize(hostile)
+        assert len(out) <= EXAMPLE_CHARS
+    assert generalize("ffmpeg -i /data/talk.mp4 -vf fps=1 f/%03d.png && cat <<EOF\nhi\nEOF") == (
+        "ffmpeg -i /data/input.mp4 -vf fps=1 f/%03d.png && cat <<'EOF' ... EOF"
+    )

@@ -27,11 +27,14 @@ _MEDIA_RE = re.compile(r"(?P<dir>(?:[\w.%-]+/)*)(?P<stem>[\w.%-]*[\w-])\.(?P<ext
 _PY_CODE_RE = re.compile(r"""(python3?\s+-c\s+)(["']).*?\2""", re.S)
 _HEREDOC_RE = re.compile(r"<<-?\s*'?(\w+)'?\n.*?\n\1", re.S)
 EXAMPLE_CHARS = 110
+GENERALIZE_CHARS = 1_000
+"""Only this much of a command is generalized: the result is cut to EXAMPLE_CHARS anyway, and the
+heredoc and path patterns backtrack quadratically on hostile text (40 KB of `<<EOF` lines took 1.3 s)."""
 
 
 def generalize(command: str) -> str:
     """A command with task specifics removed: file names, inline code, secrets, excess length."""
-    c = redact(command or "").strip()
+    c = redact(command or "").strip()[:GENERALIZE_CHARS]
     if c.startswith(("{", "[")):
         return ""  # structured tool arguments, not a command line
     c = _HEREDOC_RE.sub(lambda m: f"<<'{m.group(1)}' ... {m.group(1)}", c)
