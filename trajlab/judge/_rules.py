@@ -299,11 +299,15 @@ def _computed(view: TrajectoryView, idx: int, term: str, text: str) -> bool:
     in its head)?"""
     if _ARITHMETIC_RE.search(text) or _WORKED_RE.search(text):
         return True
-    others = {n for n in _NUMBER_RE.findall(text) if n != term and len(n.strip("-")) > 1}
+    # at most 20 numbers against the head and tail of each output: a message or log made of numbers
+    # must not cost numbers x output bytes
+    others = list(dict.fromkeys(n for n in _NUMBER_RE.findall(text) if n != term and len(n.strip("-")) > 1))[
+        :20
+    ]
     if not others:
         return False
     shown = [str(view.trajectory.get("task") or "")]
-    shown += [str(s.get("output") or "") for s in view.steps if is_action(s) and int(s["step_index"]) < idx]
+    shown += [scan_text(s, ("output",)) for s in view.steps if is_action(s) and int(s["step_index"]) < idx]
     return any(n in x for n in others for x in shown)
 
 
