@@ -222,18 +222,23 @@ def test_surfer_action_reports_are_tool_calls():
     assert t["final_answer"] == "3" and t["n_tool_calls"] == 8 and t["n_errors"] == 2
 
 
-def test_surfer_messages_that_report_no_action_stay_text(tmp_path):
+def test_surfer_messages_without_an_action_stay_text_and_file_contents_are_no_error(tmp_path):
     msgs = [
         {"role": "human", "content": "Q?"},
         {"role": "WebSurfer", "content": "I typed the answer carefully, then I clicked nothing."},
         {"role": "WebSurfer", "content": "FINAL ANSWER: 7"},
         {"role": "FileSurfer", "content": "The address of the file is unknown."},
+        # the file's own contents may read like an error: only FileSurfer's header lines count
+        {
+            "role": "FileSurfer",
+            "content": "Address: file:///w/log.txt\n=====\n" + "x\n" * 600 + "File not found: y",
+        },
     ]
     f = tmp_path / "x.json"
     f.write_text(json.dumps({"history": msgs, "mistake_agent": "WebSurfer", "mistake_step": 1}))
     [(t, steps)], _ = parse(f)
-    assert [s["kind"] for s in steps] == ["user", "assistant", "assistant", "assistant"]
-    assert t["final_answer"] == "7" and t["n_tool_calls"] == 0
+    assert [s["kind"] for s in steps] == ["user", "assistant", "assistant", "assistant", "tool_call"]
+    assert t["final_answer"] == "7" and t["n_tool_calls"] == 1 and steps[4]["is_error"] is False
 
 
 def test_a_huge_report_full_of_quotes_parses_in_linear_time(tmp_path):

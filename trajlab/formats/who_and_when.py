@@ -59,9 +59,10 @@ _PAGE_RE = re.compile(r"Here is a screenshot of \[[^\]\n]*\]\((?P<url>[^)\s]+)\)
 # Bing's query box announces itself by its character counter.
 _SEARCH_BOX_RE = re.compile(r"'\d+ characters out of \d+'")
 _ADDRESS_RE = re.compile(r"Address: (?P<addr>\S+)")
-_FILE_ERROR_RE = re.compile(
-    r"^Title: Error 404$|^File not found:|^Error\. Could not transcribe|encountered an error", re.M
-)
+# FileSurfer's own failure lines, near the top of its report (below them it shows the file's contents,
+# which may say anything)
+_FILE_ERROR_RE = re.compile(r"^Title: Error 404$|^File not found:|^Error\. Could not transcribe", re.M)
+_FILE_ERROR_HEAD = 1000
 
 
 def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
@@ -155,7 +156,7 @@ def _file_action(text: str) -> tuple[dict[str, Any] | None, bool] | None:
         return None
     addr = m.group("addr")
     path = unquote(addr[len("file://") :]) if addr.startswith("file://") else addr
-    return {"path": path}, bool(_FILE_ERROR_RE.search(text))
+    return {"path": path}, bool(_FILE_ERROR_RE.search(text, 0, _FILE_ERROR_HEAD))
 
 
 def _int(v: Any) -> int | None:
