@@ -9,12 +9,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from trajlab.formats import ParseContext, SourceUnit, finish_trajectory, get_adapter, head
+from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
 from trajlab.ingest import unit_digest
 from trajlab.schema import TABLES, default_row
 from trajlab.store import rows_to_table, table_schema
 
 ODD_VALUES = [None, 0, -1, 1.5, True, "", "{bad", [], {}, [1, "a", None], {"a": [1]}]
+
+
+def parse_detected(path: Path, adapter_name: str) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
+    """Detect `path` (it must be `adapter_name`'s), parse it and finish its rows, as ingest would; the
+    records invariant holds."""
+    adapter, tried = detect(path, head(path))
+    assert adapter is not None and adapter.name == adapter_name, tried
+    unit = SourceUnit(path, adapter.name, adapter.companions(path))
+    unit.digest = unit_digest(unit.files)
+    ctx = ParseContext(unit, adapter.runner)
+    now = datetime.now(timezone.utc)
+    out = [finish_trajectory(pt, unit, adapter.runner, adapter.name, now) for pt in adapter.parse(unit, ctx)]
+    assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
+    return out, ctx
 
 
 def claimed_by(corpus_dir: Path, adapter_names: list[str]) -> set[Path]:

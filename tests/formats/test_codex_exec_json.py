@@ -1,29 +1,20 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from format_checks import check_wrong_types, claimed_by, claimed_folders
+from format_checks import check_wrong_types, claimed_by, claimed_folders, parse_detected
 
-from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
-from trajlab.ingest import ingest, unit_digest
+from trajlab.formats import ParseContext, get_adapter, head
+from trajlab.ingest import ingest
 from trajlab.store import Lab
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "codex_exec_json"
 
 
 def parse(path: Path) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
-    adapter, tried = detect(path, head(path))
-    assert adapter is not None and adapter.name == "codex-exec-json", tried
-    unit = SourceUnit(path, adapter.name, adapter.companions(path))
-    unit.digest = unit_digest(unit.files)
-    ctx = ParseContext(unit, adapter.runner)
-    now = datetime.now(timezone.utc)
-    out = [finish_trajectory(pt, unit, adapter.runner, adapter.name, now) for pt in adapter.parse(unit, ctx)]
-    assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
-    return out, ctx
+    return parse_detected(path, "codex-exec-json")
 
 
 def test_items_become_one_step_each_and_updates_do_not_duplicate():

@@ -1,31 +1,21 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
 import pytest
-from format_checks import check_wrong_types, claimed_by, claimed_folders
+from format_checks import check_wrong_types, claimed_by, claimed_folders, parse_detected
 
-from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
-from trajlab.ingest import ingest, unit_digest
+from trajlab.formats import ParseContext, detect, get_adapter, head
+from trajlab.ingest import ingest
 from trajlab.store import Lab
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "who_and_when"
 
 
 def parse(path: Path) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
-    adapter, tried = detect(path, head(path))
-    assert adapter is not None, tried
-    assert adapter.name == "who-and-when"
-    unit = SourceUnit(path, adapter.name, adapter.companions(path))
-    unit.digest = unit_digest(unit.files)
-    ctx = ParseContext(unit, adapter.runner)
-    now = datetime.now(timezone.utc)
-    out = [finish_trajectory(pt, unit, adapter.runner, adapter.name, now) for pt in adapter.parse(unit, ctx)]
-    assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
-    return out, ctx
+    return parse_detected(path, "who-and-when")
 
 
 def test_hand_crafted_one_step_per_message_and_annotation():
