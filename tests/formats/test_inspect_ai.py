@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import json
 import zipfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from format_checks import check_wrong_types, claimed_by, claimed_folders
+from format_checks import check_wrong_types, claimed_by, claimed_folders, parse_detected
 
-from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory, get_adapter, head
+from trajlab.formats import ParseContext, detect, get_adapter, head
 from trajlab.formats.inspect_ai import SCORER_ENV
-from trajlab.ingest import ingest, unit_digest
+from trajlab.ingest import ingest
 from trajlab.store import Lab
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspect_ai"
@@ -18,15 +17,7 @@ LOG = json.loads((FIX / "omni_eval_log.json").read_text())
 
 
 def parse(path: Path, name: str) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
-    adapter, tried = detect(path, head(path))
-    assert adapter is not None and adapter.name == name, tried
-    unit = SourceUnit(path, adapter.name, adapter.companions(path))
-    unit.digest = unit_digest(unit.files)
-    ctx = ParseContext(unit, adapter.runner)
-    now = datetime.now(timezone.utc)
-    out = [finish_trajectory(pt, unit, adapter.runner, adapter.name, now) for pt in adapter.parse(unit, ctx)]
-    assert ctx.records_seen == ctx.records_ingested + ctx.records_quarantined
-    return out, ctx
+    return parse_detected(path, name)
 
 
 def write_eval(path: Path, samples: list, extra: dict[str, bytes] | None = None) -> Path:
