@@ -244,14 +244,22 @@ def _is_error(text: str | None) -> bool | None:
     return bool(text and text.lstrip().startswith("ERROR")) or None
 
 
-def _step_records(path: Path, ctx: ParseContext) -> list[dict[str, Any]]:
+def _json_list(path: Path, ctx: ParseContext, not_a_list: str) -> list[Any] | None:
+    """A companion file's top-level list; None when it is absent, unreadable or (quarantined) not a list."""
     if not path.is_file():
-        return []
+        return None
     doc = load_json(path, ctx)
     if doc is None:
-        return []
+        return None
     if not isinstance(doc, list):
-        ctx.quarantine(path, "trajectory.json is not a list of step records", "schema", raw_of_obj(doc))
+        ctx.quarantine(path, not_a_list, "schema", raw_of_obj(doc))
+        return None
+    return doc
+
+
+def _step_records(path: Path, ctx: ParseContext) -> list[dict[str, Any]]:
+    doc = _json_list(path, ctx, "trajectory.json is not a list of step records")
+    if doc is None:
         return []
     out = []
     for rec in json_records(path, ctx, doc):
@@ -280,13 +288,8 @@ def _apply_records(turns: list[dict[str, Any]], records: list[dict[str, Any]], a
 
 
 def _snapshots(path: Path, ctx: ParseContext, anomalies: list[str]) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    doc = load_json(path, ctx)
+    doc = _json_list(path, ctx, "pre_summary_snapshots.json is not a list")
     if doc is None:
-        return []
-    if not isinstance(doc, list):
-        ctx.quarantine(path, "pre_summary_snapshots.json is not a list", "schema", raw_of_obj(doc))
         return []
     out = []
     for rec in json_records(path, ctx, doc):

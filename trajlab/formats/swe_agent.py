@@ -364,23 +364,29 @@ class SweAgentAdapter(Adapter):
             if not isinstance(e, dict):
                 ctx.reject(rec, f"trajectory[{rec.line}]: expected an object")
                 continue
-            base = {"source_line": rec.line}
-            text = e.get("thought") or e.get("response")
-            if text:
-                steps.append({**base, "kind": "assistant", "role": "assistant", "text": as_text(text)})
-            action = e.get("action")
-            if isinstance(action, str) and action.strip():
-                cs = {
-                    **base,
-                    "kind": "tool_call",
-                    "role": "assistant",
-                    "tool_name": _action_tool(action),
-                    "arguments": {"command": action.rstrip("\n")},
-                    "call_id": f"action-{rec.line + 1}",
-                    "duration_s": as_num(e.get("execution_time")),
-                }
-                link.call(cs)
-                link.result(cs["call_id"], **_obs_fields(as_text(e.get("observation"))))
+            _entry_steps(e, {"source_line": rec.line}, f"action-{rec.line + 1}", steps, link)
+
+
+def _entry_steps(
+    e: dict[str, Any], base: dict[str, Any], call_id: str, steps: list[dict[str, Any]], link: CallLinker
+) -> None:
+    """A `trajectory` entry's steps: its thought (or response), then its action with the observation."""
+    text = e.get("thought") or e.get("response")
+    if text:
+        steps.append({**base, "kind": "assistant", "role": "assistant", "text": as_text(text)})
+    action = e.get("action")
+    if isinstance(action, str) and action.strip():
+        cs = {
+            **base,
+            "kind": "tool_call",
+            "role": "assistant",
+            "tool_name": _action_tool(action),
+            "arguments": {"command": action.rstrip("\n")},
+            "call_id": call_id,
+            "duration_s": as_num(e.get("execution_time")),
+        }
+        link.call(cs)
+        link.result(call_id, **_obs_fields(as_text(e.get("observation"))))
 
 
 def _action_tool(action: str) -> str:
@@ -425,22 +431,6 @@ def _merge_trajectory(
         anomalies.append(f"{mismatched} trajectory entries do not match the history actions")
     extra = entries[len(calls) :]
     for k, e in enumerate(extra, len(calls)):
-        text = e.get("thought") or e.get("response")
-        base = {"metadata": {"from": "trajectory", "entry": k}}
-        if text:
-            steps.append({**base, "kind": "assistant", "role": "assistant", "text": as_text(text)})
-        action = e.get("action")
-        if isinstance(action, str) and action.strip():
-            cs = {
-                **base,
-                "kind": "tool_call",
-                "role": "assistant",
-                "tool_name": _action_tool(action),
-                "arguments": {"command": action.rstrip("\n")},
-                "call_id": f"trajectory-{k}",
-                "duration_s": as_num(e.get("execution_time")),
-            }
-            link.call(cs)
-            link.result(cs["call_id"], **_obs_fields(as_text(e.get("observation"))))
+        _entry_steps(e, {"metadata": {"from": "trajectory", "entry": k}}, f"trajectory-{k}", steps, link)
     if extra:
         anomalies.append(f"{len(extra)} trajectory entries after the saved history (taken from trajectory)")
