@@ -357,3 +357,64 @@ def test_values_that_do_not_fit_the_schema_cost_the_record_not_the_unit(
     assert ex == {"exit_code": None}
     assert rep.invariant_holds and invariant(lab)["q"] == 4
     assert rep.totals.trajectories == 2 and rep.totals.steps == 2 * n_steps - 1
+
+
+def _ingest_within(seconds: float, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """ingest() in a daemon thread: a reader blocked on a named pipe fails the test instead of hanging it."""
+    import threading
+
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            out["report"] = ingest(*args, **kwargs)
+        except BaseException as e:  # handed to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"ingest still running after {seconds} s (blocked opening a special file?)"
+    if "error" in out:
+        raise out["error"]  # type: ignore[misc]
+    return out["report"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="named pipes and Unix sockets")
+def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, good: bytes) -> None:
+    import os
+    import socket
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "rollout-ok.jsonl").write_bytes(good)
+    os.mkfifo(d / "rollout-pipe.jsonl")  # opening it for reading would wait for a writer forever
+    os.mkfifo(d / "trajlab-meta.jsonl")  # a sidecar is read too
+    (d / "broken.json").symlink_to(tmp_path / "nowhere.json")
+    os.mkfifo(d / "notes.txt")  # not a candidate name: never opened, not reported
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(d / "agent.sock.jsonl"))
+        rep = _ingest_within(60, [d], tmp_path / "lab", workers=1, progress=False)
+    finally:
+        sock.close()
+    assert dict(rep.unreadable) == {
+        str(d / "rollout-pipe.jsonl"): "a named pipe (FIFO)",
+        str(d / "trajlab-meta.jsonl"): "a named pipe (FIFO)",
+        str(d / "broken.json"): "a broken symbolic link",
+        str(d / "agent.sock.jsonl"): "a socket",
+    }
+    text = rep.format()
+    assert f"not read (nothing to keep): {d / 'rollout-pipe.jsonl'} is a named pipe (FIFO)" in text
+    assert f"{d / 'broken.json'} is a broken symbolic link" in text and "vanished" not in text
+    assert rep.invariant_holds and rep.records_quarantined == 0
+    lab = Lab.open(tmp_path / "lab")
+    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
+
+    # a named pipe given as the only input path is an error of the command, not an empty success
+    from click.testing import CliRunner
+
+    from trajlab.cli import cli
+
+    r = CliRunner().invoke(cli, ["ingest", str(d / "rollout-pipe.jsonl"), "--out", str(tmp_path / "lab2")])
+    assert r.exit_code == 1 and "none of the input paths is a regular file or a folder" in r.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..formats import adapters, load_errors
@@ -64,6 +66,9 @@ def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_file
     click.echo(report.format())
     if report.missing and len(report.missing) == len(paths):
         raise click.ClickException("none of the input paths exist")
+    given = {os.path.normpath(os.path.abspath(os.path.expanduser(p))) for p in paths}
+    if given and given <= {p for p, _ in report.unreadable} | set(report.missing):
+        raise click.ClickException("none of the input paths is a regular file or a folder")
 
 
 @click.command("formats")

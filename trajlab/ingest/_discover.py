@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ class Discovery:
     missing: list[Path] = field(default_factory=list)  # input paths that do not exist
     meta: list[Path] = field(default_factory=list)  # trajlab-meta.jsonl sidecars
     shared: set[Path] = field(default_factory=set)  # companions read by more than one unit
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # (path, why): not a regular file
 
 
 def _is_lab(d: Path) -> bool:
@@ -30,8 +32,30 @@ def _is_lab(d: Path) -> bool:
         return False
 
 
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def not_a_file(f: Path) -> str | None:
+    """Why `f` is not read as a trajectory file, or None when it is a regular file (or gone: the plan
+    reports a file that vanishes). Opening a named pipe would wait for a writer forever."""
+    try:
+        mode = os.stat(f).st_mode
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(f) else None
+    except OSError:
+        return None  # unreadable for another reason: reading it reports that
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((what for test, what in _SPECIAL if test(mode)), "not a regular file")
+
+
 def _walk(root: Path, exclude: set[Path]) -> list[Path]:
-    if root.is_file():
+    if not root.is_dir():
         return [root]
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -63,10 +87,15 @@ def discover(paths: list[Path | str], exclude: list[Path] | None = None) -> Disc
     primaries: dict[Path, SourceUnit] = {}
     undetected: list[tuple[Path, list[str]]] = []
     for f in files:
-        if is_meta_file(f):
-            result.meta.append(f)
+        meta = is_meta_file(f)
+        if not meta and not f.name.lower().endswith(exts):
             continue
-        if not f.name.lower().endswith(exts):
+        why = not_a_file(f)
+        if why is not None:
+            result.unreadable.append((f, why))
+            continue
+        if meta:
+            result.meta.append(f)
             continue
         adapter, tried = detect(f, head(f))
         if adapter is None:

@@ -61,6 +61,7 @@ class IngestReport:
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (path, duplicate of)
     missing: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not a regular file
     reparsed: dict[str, int] = field(default_factory=dict)  # why (adapter changed) -> units parsed again
     skipped: int = 0
     bytes: int = 0
@@ -142,6 +143,8 @@ class IngestReport:
             lines.append(f"missing input: {path}")
         for path in self.vanished:
             lines.append(f"vanished before it could be read: {path}")
+        for path, why in self.unreadable:
+            lines.append(f"not read (nothing to keep): {path} is {why}, not a regular file")
         if self.seconds:
             mb = self.bytes / 1e6
             lines.append(

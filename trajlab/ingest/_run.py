@@ -136,6 +136,7 @@ def ingest(
         disc = discover(list(paths), exclude=[lab.root])
         report.missing = [str(p) for p in disc.missing]
         report.skipped = len(disc.skipped)
+        report.unreadable = [(str(p), why) for p, why in disc.unreadable]
         defaults = {k: v for k, v in (defaults or {}).items() if v not in (None, [], ())}
         plan = make_plan(lab, disc, [Path(m) for m in meta_files or []], force)
         report.vanished = list(plan.vanished)
