@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .textsafe import utf8_text
+
 PathLike = str | os.PathLike[str]
 
 # One list per enclosing `removing_new_dirs_on_error`: the folders `make_dirs` created in its block.
@@ -27,6 +29,12 @@ def os_reason(e: OSError) -> str:
     if e.errno in WHOLE_DISK_ERRNOS:
         return os.strerror(e.errno)
     return e.strerror or str(e)
+
+
+def path_text(p: PathLike) -> str:
+    """A path as text that can be stored and printed: bytes of the name that are not UTF-8 as `\\xNN`
+    (see `textsafe.utf8_text`); any other path as it is."""
+    return utf8_text(os.fspath(p))
 
 
 def fsync_dir(d: Path) -> None:

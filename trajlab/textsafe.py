@@ -1,4 +1,5 @@
-"""Control characters of text from the logs, made visible (`\\x1b`, `\\r`, `\\u202e`).
+"""Control characters of text from the logs, made visible (`\\x1b`, `\\r`, `\\u202e`); text that is
+not valid UTF-8 made storable.
 
 Trajectory text is data: an escape sequence in a step's output must not recolor, retitle or write the
 clipboard of the terminal that shows it, and a bidi override (U+202E) must not reorder what follows.
@@ -32,3 +33,18 @@ def show_controls(text: str, keep: str = "") -> str:
     if text.isprintable():
         return text
     return _pattern(keep).sub(_visible, text)
+
+
+def utf8_text(s: str) -> str:
+    """`s` as valid UTF-8 text. Python holds the bytes of a file name that are not UTF-8 as lone
+    surrogates U+DC80-U+DCFF, which Arrow, Parquet and a UTF-8 terminal refuse: they become `\\xNN`.
+    Other lone surrogates (a `\\ud83d` escape of a cut emoji) become U+FFFD. Valid text is returned as is."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        return s
+    if any(0xD800 <= ord(c) < 0xDC80 or 0xDD00 <= ord(c) < 0xE000 for c in s):
+        s = "".join("\ufffd" if 0xD800 <= ord(c) < 0xDC80 or 0xDD00 <= ord(c) < 0xE000 else c for c in s)
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -418,3 +418,30 @@ def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, goo
 
     r = CliRunner().invoke(cli, ["ingest", str(d / "rollout-pipe.jsonl"), "--out", str(tmp_path / "lab2")])
     assert r.exit_code == 1 and "none of the input paths is a regular file or a folder" in r.output
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="file names that are not UTF-8")
+def test_file_names_that_are_not_utf8(tmp_path: Path, good: bytes) -> None:
+    """A name with bytes that are not UTF-8 (Python sees lone surrogates, which Arrow refuses) used to
+    fail the whole ingest; it is stored with its bad bytes as \\xNN, and a second run changes nothing."""
+    import os
+
+    d = tmp_path / "in"
+    d.mkdir()
+    os.mkdir(os.fsencode(d) + b"/run-\xfe")
+    (d / os.fsdecode(b"rollout-\xff.jsonl")).write_bytes(good)
+    (d / os.fsdecode(b"run-\xfe") / "rollout-2.jsonl").write_bytes(
+        good.replace(b"0199aaaa-1111", b"0199aaaa-3333")
+    )
+    (d / os.fsdecode(b"junk-\xff.jsonl")).write_bytes(bytes(range(256)) * 4)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    rep.format().encode("utf-8")  # printable on a UTF-8 terminal
+    lab = Lab.open(tmp_path / "lab")
+    paths = sorted(r["source_path"] for r in query(lab, "select source_path from sources").to_pylist())
+    assert paths == [f"{d}/junk-\\xff.jsonl", f"{d}/rollout-\\xff.jsonl", f"{d}/run-\\xfe/rollout-2.jsonl"]
+    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 2}]
+    (q,) = query(lab, "select source_path, error_type from quarantine").to_pylist()
+    assert q == {"source_path": f"{d}/junk-\\xff.jsonl", "error_type": "binary"}
+    assert rep.invariant_holds
+    again = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    assert again.commits == 0 and sum(r.unchanged for r in again.runners.values()) == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from ..fsutil import path_text
 from ..normalize import normalize_call
 from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
@@ -176,8 +177,8 @@ def finish_trajectory(
     t["trajectory_id"] = tid
     t["runner"] = runner
     t["format"] = fmt
-    t["source_path"] = str(unit.primary)
-    t.setdefault("source_files", [str(p) for p in unit.files])
+    t["source_path"] = path_text(unit.primary)
+    t.setdefault("source_files", [path_text(p) for p in unit.files])
     t["source_digest"] = unit.digest
     t["source_locator"] = pt.locator
     t.setdefault("native_id", pt.native_key)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..fsutil import path_text
+
 if TYPE_CHECKING:
     from ._base import SourceUnit
 
@@ -78,7 +80,9 @@ class ParseContext:
         if raw is not None and size <= self.keep_raw_max and size <= self.keep_raw_budget:
             keep = raw
             self.keep_raw_budget -= size
-        self.quarantined.append(QuarantinedRecord(str(path), line, offset, reason, error_type, keep, size))
+        self.quarantined.append(
+            QuarantinedRecord(path_text(path), line, offset, reason, error_type, keep, size)
+        )
 
     def reject(self, rec: Record, reason: str, error_type: str = "schema") -> None:
         """Quarantine a record a reader already yielded (JSON that is not what the adapter expects)."""

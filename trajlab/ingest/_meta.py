@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from ..fsutil import path_text
 from ..schema import OUTCOMES, digest_bytes
 
 META_NAMES = ("trajlab-meta.jsonl",)
@@ -125,7 +126,7 @@ def _check(obj: dict[str, Any]) -> str | None:
 def load_meta(files: list[Path]) -> MetaIndex:
     idx = MetaIndex()
     for f in files:
-        key = str(f)
+        key = path_text(f)
         try:
             data = f.read_bytes()
         except OSError as e:

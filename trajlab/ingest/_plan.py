@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats import ROWS_VERSION, SourceUnit, get_adapter
+from ..fsutil import path_text
 from ..store import Lab
 from ._discover import Discovery
 from ._meta import MetaIndex, load_meta, norm_path
@@ -50,7 +51,7 @@ def fingerprint(unit: SourceUnit) -> Fingerprint:
     files, sizes, mtimes = [], [], []
     for f in unit.files:
         st = f.stat()
-        files.append(str(f))
+        files.append(path_text(f))
         sizes.append(st.st_size)
         mtimes.append(st.st_mtime_ns)
     return tuple(files), tuple(sizes), tuple(mtimes)
@@ -112,7 +113,7 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
     if lab.has("sources"):
         for row in lab.read("sources", SOURCE_COLUMNS).to_pylist():
             existing[row["source_path"]] = row
-    plan = Plan(existing=existing, shared={str(p) for p in disc.shared})
+    plan = Plan(existing=existing, shared={path_text(p) for p in disc.shared})
     _plan_meta(plan, disc, meta_files, force)
 
     native_ids: dict[str, str | None] = {}
@@ -121,7 +122,7 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
         native_ids = dict(zip(t.column("trajectory_id").to_pylist(), t.column("native_id").to_pylist()))
 
     for unit in disc.units:
-        key = str(unit.primary)
+        key = path_text(unit.primary)
         try:
             fp = fingerprint(unit)
         except OSError:
@@ -146,7 +147,7 @@ def make_plan(lab: Lab, disc: Discovery, meta_files: list[Path], force: bool) ->
     _find_duplicates(plan, force, native_ids)
 
     for path, tried in disc.unknown:
-        key = str(path)
+        key = path_text(path)
         try:
             st = path.stat()
         except OSError:
@@ -184,7 +185,7 @@ def _find_duplicates(plan: Plan, force: bool, native_ids: dict[str, str | None])
     """Hash units whose size matches another unit's (new or recorded) to find duplicates and touches."""
     by_size: dict[int, int] = defaultdict(int)
     for u in plan.todo:
-        by_size[plan.sizes[str(u.primary)]] += 1
+        by_size[plan.sizes[path_text(u.primary)]] += 1
     old_sizes = {sum(r["sizes"]) for r in plan.existing.values() if r.get("sizes")}
     # Digests of ingested units that stay as they are (a unit being replaced no longer has its old bytes).
     known: dict[str, str] = {
@@ -195,7 +196,7 @@ def _find_duplicates(plan: Plan, force: bool, native_ids: dict[str, str | None])
     seen: dict[str, str] = {}
     kept: list[SourceUnit] = []
     for u in plan.todo:
-        key = str(u.primary)
+        key = path_text(u.primary)
         size = plan.sizes[key]
         if by_size[size] > 1 or size in old_sizes:
             try:

@@ -7,6 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from ..textsafe import utf8_text
+
 SHOW_QUARANTINED = 20  # quarantined records listed in the printed summary (all are in the table)
 KEEP_QUARANTINED = 1000  # kept in the report object
 
@@ -151,4 +153,4 @@ class IngestReport:
                 f"{mb:.1f} MB parsed in {self.seconds:.2f}s ({mb / self.seconds:.1f} MB/s); "
                 f"lab generation {self.generation}" + ("" if self.commits else " (nothing changed)")
             )
-        return "\n".join(lines)
+        return utf8_text("\n".join(lines))  # a name that is not UTF-8 prints as \xNN

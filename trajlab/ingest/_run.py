@@ -25,6 +25,7 @@ from tqdm import tqdm
 from ..batching import consecutive_groups
 from ..errors import WorkerDiedError
 from ..formats import SourceUnit, describe_json_error, get_adapter, loads_lenient
+from ..fsutil import path_text
 from ..sigutil import deferred_sigint
 from ..store import Lab, Transaction
 from ._discover import discover
@@ -51,8 +52,8 @@ def _batches(units: list[SourceUnit], sizes: dict[str, int], n_workers: int) -> 
     input). With several workers the batches shrink towards the end (each about 1/(2N) of what is left,
     down to MIN_BATCH_BYTES), so that the workers finish together instead of one idling through the
     other's last big batch."""
-    todo = sorted(units, key=lambda u: -sizes[str(u.primary)])
-    left = sum(sizes[str(u.primary)] for u in todo) or 1
+    todo = sorted(units, key=lambda u: -sizes[path_text(u.primary)])
+    left = sum(sizes[path_text(u.primary)] for u in todo) or 1
     cap = max(MIN_BATCH_BYTES, min(BATCH_BYTES, left // max(n_workers * 4, 1)))
     out: list[list[SourceUnit]] = []
     cur: list[SourceUnit] = []
@@ -61,7 +62,7 @@ def _batches(units: list[SourceUnit], sizes: dict[str, int], n_workers: int) -> 
     for u in todo:
         if not cur and n_workers > 1:
             target = max(MIN_BATCH_BYTES, min(cap, left // (2 * n_workers)))
-        size = sizes[str(u.primary)]
+        size = sizes[path_text(u.primary)]
         cur.append(u)
         cur_bytes += size
         left -= size
@@ -77,7 +78,7 @@ def _chunks(
     batches: list[list[SourceUnit]], sizes: dict[str, int], limit: int
 ) -> Iterator[list[list[SourceUnit]]]:
     """Consecutive batches of at least `limit` input bytes: one transaction each."""
-    return consecutive_groups(batches, lambda b: sum(sizes[str(u.primary)] for u in b), limit)
+    return consecutive_groups(batches, lambda b: sum(sizes[path_text(u.primary)] for u in b), limit)
 
 
 def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> ProcessPoolExecutor:
@@ -134,9 +135,9 @@ def ingest(
     with Lab.creating(out) as lab:
         report = IngestReport(lab=lab.root)
         disc = discover(list(paths), exclude=[lab.root])
-        report.missing = [str(p) for p in disc.missing]
+        report.missing = [path_text(p) for p in disc.missing]
         report.skipped = len(disc.skipped)
-        report.unreadable = [(str(p), why) for p, why in disc.unreadable]
+        report.unreadable = [(path_text(p), why) for p, why in disc.unreadable]
         defaults = {k: v for k, v in (defaults or {}).items() if v not in (None, [], ())}
         plan = make_plan(lab, disc, [Path(m) for m in meta_files or []], force)
         report.vanished = list(plan.vanished)
@@ -146,7 +147,7 @@ def ingest(
 
         n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
         batches = _batches(plan.todo, plan.sizes, n_workers)
-        total_bytes = sum(plan.sizes[str(u.primary)] for u in plan.todo)
+        total_bytes = sum(plan.sizes[path_text(u.primary)] for u in plan.todo)
         meta = plan.meta if plan.meta else None
         use_pool = n_workers > 1 and len(batches) > 1 and total_bytes >= POOL_MIN_BYTES
         pool = _pool(n_workers, defaults, meta) if use_pool else None
@@ -178,7 +179,7 @@ def ingest(
                     txn.summary["ingest"] = {"units": sum(len(b) for b in chunk)}
                 report.commits += 1
                 committed_units += sum(len(b) for b in chunk)
-                committed_bytes += sum(plan.sizes[str(u.primary)] for b in chunk for u in b)
+                committed_bytes += sum(plan.sizes[path_text(u.primary)] for b in chunk for u in b)
         except KeyboardInterrupt:
             raise IngestInterrupted(
                 lab.root, report.commits, committed_units, committed_bytes, total_bytes, removed=lab.created
@@ -289,7 +290,7 @@ def _forget(
 def _record_bookkeeping(txn: Transaction, plan: Plan, report: IngestReport) -> None:
     now = datetime.now(timezone.utc)
     for u in plan.touched:  # same bytes as before, only the mtime changed
-        key = str(u.primary)
+        key = path_text(u.primary)
         row = dict(plan.existing[key])
         files, sizes, mtimes = fingerprint(u)
         row.update(files=list(files), sizes=list(sizes), mtimes_ns=list(mtimes))
@@ -298,7 +299,7 @@ def _record_bookkeeping(txn: Transaction, plan: Plan, report: IngestReport) -> N
         report.runners[get_adapter(u.adapter).runner].unchanged += 1
     for u, other in plan.duplicates:
         runner = get_adapter(u.adapter).runner
-        key = str(u.primary)
+        key = path_text(u.primary)
         report.runners[runner].duplicates += 1
         report.duplicates.append((key, other))
         files, sizes, mtimes = fingerprint(u)
@@ -358,7 +359,7 @@ def classify_unreadable(path: Path, size: int, raw: bytes | None) -> tuple[str, 
 def _record_unknown(
     txn: Transaction, path: Path, tried: list[str], report: IngestReport, now: datetime
 ) -> None:
-    key = str(path)
+    key = path_text(path)
     try:
         st = path.stat()
         raw = path.read_bytes() if st.st_size <= RAW_KEEP_MAX else None
@@ -412,7 +413,7 @@ def _record_meta(txn: Transaction, plan: Plan, report: IngestReport, now: dateti
         txn.delete("sources", "source_path", [key])
         txn.delete("quarantine", "source_path", [key])
     for p in plan.meta_changed:
-        key = str(p)
+        key = path_text(p)
         st = p.stat()
         bad = [q for q in plan.meta.problems if q.path == key]
         n = plan.meta.lines.get(key, 0)

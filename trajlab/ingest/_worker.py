@@ -25,6 +25,7 @@ import xxhash
 
 from ..errors import SchemaError
 from ..formats import ROWS_VERSION, ParseContext, SourceUnit, finish_trajectory, get_adapter
+from ..fsutil import path_text
 from ..gcutil import fewer_gc_passes
 from ..schema import DIGEST_ALGORITHM
 from ..sigutil import ignore_sigint
@@ -236,7 +237,7 @@ def _open_unit(
         for pt in adapter.parse(unit, ctx):
             t, steps = finish_trajectory(pt, unit, adapter.runner, adapter.name, now, defaults)
             if meta:
-                m = meta.lookup(str(unit.primary), t.get("native_id"))
+                m = meta.lookup(path_text(unit.primary), t.get("native_id"))
                 if m:
                     apply_meta(t, m)
                     op.applied_meta.append(m)
@@ -321,7 +322,7 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
                     "raw": q.raw,
                     "raw_size": q.raw_size,
                     "ingested_at": now,
-                    "unit_path": str(unit.primary),
+                    "unit_path": path_text(unit.primary),
                 }
                 for q in ctx.quarantined
             ],
@@ -331,8 +332,8 @@ def _close_unit(op: _Open, writers: _Writers, meta: MetaIndex | None) -> UnitRes
     tids = op.tids
     status = ("partial" if ctx.quarantined else "ingested") if tids else "quarantined"
     res.source = {
-        "source_path": str(unit.primary),
-        "files": [str(f) for f in unit.files],
+        "source_path": path_text(unit.primary),
+        "files": [path_text(f) for f in unit.files],
         "sizes": sizes,
         "mtimes_ns": op.mtimes,
         "digest": unit.digest,

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ..errors import SchemaError
 from ..fsutil import naming_the_file
+from ..textsafe import utf8_text
 
 CONVERT_ROWS = 4096  # rows are converted to Arrow in chunks of this many
 ROW_GROUP_ROWS = 131_072
@@ -88,6 +89,12 @@ def rows_to_table(rows: list[Mapping[str, Any]], schema: pa.Schema, defaults: Ma
             raise SchemaError(f"unknown columns {sorted(extra)}; known: {schema.names}")
     try:
         arr = pa.array(rows, type=_loose_struct(schema))
+    except UnicodeEncodeError:  # text that is not UTF-8 (a file name's bad bytes): stored escaped
+        rows = [_utf8_row(r) for r in rows]
+        try:
+            arr = pa.array(rows, type=_loose_struct(schema))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            return _rows_to_table_by_column(rows, schema, defaults)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return _rows_to_table_by_column(rows, schema, defaults)  # slow path, names the bad column
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
@@ -100,6 +107,18 @@ def rows_to_table(rows: list[Mapping[str, Any]], schema: pa.Schema, defaults: Ma
                 raise _required_error(f.name, [r.get(f.name) for r in rows])
             cols[i] = pc.fill_null(col, pa.scalar(d, type=f.type))
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _utf8_value(v: Any) -> Any:
+    if type(v) is str:
+        return utf8_text(v)
+    if type(v) is list:
+        return [_utf8_value(x) for x in v]
+    return v
+
+
+def _utf8_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _utf8_value(v) for k, v in r.items()}
 
 
 def _rows_to_table_by_column(
