@@ -399,13 +399,16 @@ def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, goo
     finally:
         sock.close()
     assert dict(rep.unreadable) == {
-        str(d / "rollout-pipe.jsonl"): "a named pipe (FIFO)",
-        str(d / "trajlab-meta.jsonl"): "a named pipe (FIFO)",
+        str(d / "rollout-pipe.jsonl"): "a named pipe (FIFO), not a regular file",
+        str(d / "trajlab-meta.jsonl"): "a named pipe (FIFO), not a regular file",
         str(d / "broken.json"): "a broken symbolic link",
-        str(d / "agent.sock.jsonl"): "a socket",
+        str(d / "agent.sock.jsonl"): "a socket, not a regular file",
     }
     text = rep.format()
-    assert f"not read (nothing to keep): {d / 'rollout-pipe.jsonl'} is a named pipe (FIFO)" in text
+    assert (
+        f"not read (nothing to keep): {d / 'rollout-pipe.jsonl'} is a named pipe (FIFO), not a regular file"
+        in text
+    )
     assert f"{d / 'broken.json'} is a broken symbolic link" in text and "vanished" not in text
     assert rep.invariant_holds and rep.records_quarantined == 0
     lab = Lab.open(tmp_path / "lab")
@@ -445,3 +448,28 @@ def test_file_names_that_are_not_utf8(tmp_path: Path, good: bytes) -> None:
     assert rep.invariant_holds
     again = ingest([d], tmp_path / "lab", workers=1, progress=False)
     assert again.commits == 0 and sum(r.unchanged for r in again.runners.values()) == 3
+
+
+def test_a_folder_that_cannot_be_listed_is_named(
+    tmp_path: Path, good: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.walk skips a folder it cannot list without a word; the summary names it. (Root may list any
+    folder, so the permission error is raised by a wrapped os.scandir.)"""
+    import os
+
+    d = tmp_path / "in"
+    (d / "locked").mkdir(parents=True)
+    (d / "rollout-ok.jsonl").write_bytes(good)
+    (d / "locked" / "rollout-2.jsonl").write_bytes(good.replace(b"0199aaaa-1111", b"0199aaaa-4444"))
+    scandir = os.scandir
+
+    def refusing(path=".", *a):  # type: ignore[no-untyped-def]
+        if isinstance(path, (str, os.PathLike)) and Path(path) == d / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path, *a)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    assert rep.unreadable == [(str(d / "locked"), "a folder that cannot be listed (Permission denied)")]
+    assert f"not read (nothing to keep): {d / 'locked'} is a folder that cannot be listed" in rep.format()
+    assert query(Lab.open(tmp_path / "lab"), "select count(*) n from trajectories").to_pylist() == [{"n": 1}]

@@ -21,7 +21,7 @@ class Discovery:
     missing: list[Path] = field(default_factory=list)  # input paths that do not exist
     meta: list[Path] = field(default_factory=list)  # trajlab-meta.jsonl sidecars
     shared: set[Path] = field(default_factory=set)  # companions read by more than one unit
-    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # (path, why): not a regular file
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)  # (path, why): not read at all
 
 
 def _is_lab(d: Path) -> bool:
@@ -33,10 +33,10 @@ def _is_lab(d: Path) -> bool:
 
 
 _SPECIAL = (
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe (FIFO), not a regular file"),
+    (stat.S_ISSOCK, "a socket, not a regular file"),
+    (stat.S_ISCHR, "a character device, not a regular file"),
+    (stat.S_ISBLK, "a block device, not a regular file"),
 )
 
 
@@ -54,11 +54,17 @@ def not_a_file(f: Path) -> str | None:
     return next((what for test, what in _SPECIAL if test(mode)), "not a regular file")
 
 
-def _walk(root: Path, exclude: set[Path]) -> list[Path]:
+def _walk(root: Path, exclude: set[Path], unlisted: list[tuple[Path, str]]) -> list[Path]:
+    """The files under `root`; folders that cannot be listed go to `unlisted` (os.walk would skip them
+    without a word)."""
     if not root.is_dir():
         return [root]
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def unlistable(e: OSError) -> None:
+        unlisted.append((Path(e.filename or root), f"a folder that cannot be listed ({e.strerror or e})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable):
         d = Path(dirpath)
         if d in exclude or _is_lab(d):
             dirnames[:] = []  # a lab (the output one included) is not input
@@ -79,7 +85,7 @@ def discover(paths: list[Path | str], exclude: list[Path] | None = None) -> Disc
         if not root.exists():
             result.missing.append(root)
             continue
-        for f in _walk(root, skip):
+        for f in _walk(root, skip, result.unreadable):
             if f not in seen:
                 seen.add(f)
                 files.append(f)

@@ -63,7 +63,7 @@ class IngestReport:
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (path, duplicate of)
     missing: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not a regular file
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not read at all
     reparsed: dict[str, int] = field(default_factory=dict)  # why (adapter changed) -> units parsed again
     skipped: int = 0
     bytes: int = 0
@@ -146,7 +146,7 @@ class IngestReport:
         for path in self.vanished:
             lines.append(f"vanished before it could be read: {path}")
         for path, why in self.unreadable:
-            lines.append(f"not read (nothing to keep): {path} is {why}, not a regular file")
+            lines.append(f"not read (nothing to keep): {path} is {why}")
         if self.seconds:
             mb = self.bytes / 1e6
             lines.append(
