@@ -381,12 +381,18 @@ def _ingest_within(seconds: float, *args, **kwargs):  # type: ignore[no-untyped-
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="named pipes and Unix sockets")
-def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, good: bytes) -> None:
+def test_pipes_sockets_and_broken_links_are_named_not_opened(
+    tmp_path: Path, good: bytes, fixtures_dir: Path
+) -> None:
     import os
     import socket
 
     d = tmp_path / "in"
     d.mkdir()
+    # a Claude Code session whose sub-agent glob finds a named pipe among its agent-*.jsonl companions
+    shutil.copytree(fixtures_dir / "claude_code", d / "claude")
+    (sub,) = (d / "claude").rglob("subagents")
+    os.mkfifo(sub / "agent-zzz.jsonl")
     (d / "rollout-ok.jsonl").write_bytes(good)
     os.mkfifo(d / "rollout-pipe.jsonl")  # opening it for reading would wait for a writer forever
     os.mkfifo(d / "trajlab-meta.jsonl")  # a sidecar is read too
@@ -403,7 +409,9 @@ def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, goo
         str(d / "trajlab-meta.jsonl"): "a named pipe (FIFO), not a regular file",
         str(d / "broken.json"): "a broken symbolic link",
         str(d / "agent.sock.jsonl"): "a socket, not a regular file",
+        str(sub / "agent-zzz.jsonl"): "a named pipe (FIFO), not a regular file",
     }
+    assert rep.runners["claude_code"].trajectories >= 1
     text = rep.format()
     assert (
         f"not read (nothing to keep): {d / 'rollout-pipe.jsonl'} is a named pipe (FIFO), not a regular file"
@@ -412,7 +420,7 @@ def test_pipes_sockets_and_broken_links_are_named_not_opened(tmp_path: Path, goo
     assert f"{d / 'broken.json'} is a broken symbolic link" in text and "vanished" not in text
     assert rep.invariant_holds and rep.records_quarantined == 0
     lab = Lab.open(tmp_path / "lab")
-    assert query(lab, "select count(*) n from trajectories").to_pylist() == [{"n": 1}]
+    assert query(lab, "select count(*) n from trajectories where runner = 'codex'").to_pylist() == [{"n": 1}]
 
     # a named pipe given as the only input path is an error of the command, not an empty success
     from click.testing import CliRunner

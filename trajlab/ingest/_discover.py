@@ -118,7 +118,15 @@ def discover(paths: list[Path | str], exclude: list[Path] | None = None) -> Disc
             continue
         unit = primaries[f]
         comps = [Path(norm_path(c)) for c in by_name[unit.adapter].companions(f)]
-        unit.companions = [c for c in dict.fromkeys(comps) if c != f]
+        unit.companions = []
+        for c in dict.fromkeys(comps):
+            if c == f:
+                continue
+            why = not_a_file(c)  # an adapter's glob may find a named pipe
+            if why is None:
+                unit.companions.append(c)
+            elif (c, why) not in result.unreadable:
+                result.unreadable.append((c, why))
         for c in unit.companions:
             if companion_of.setdefault(c, f) != f:
                 result.shared.add(c)
