@@ -123,6 +123,23 @@ def test_duplicated_files_are_reported(runs: Path, tmp_path: Path) -> None:
     )
 
 
+def test_symlinked_folders_are_followed_once(runs: Path, tmp_path: Path) -> None:
+    """A link to a folder (`latest -> ../runs`) is ingested; a second link to the same folder and a
+    link loop add nothing (each folder is walked once, under its first path in name order)."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "latest").symlink_to(runs, target_is_directory=True)
+    (d / "again").symlink_to(runs, target_is_directory=True)
+    (d / "loop").mkdir()
+    (d / "loop" / "up").symlink_to(d, target_is_directory=True)
+    rep = ingest([d], tmp_path / "lab", workers=1, progress=False)
+    lab = Lab.open(tmp_path / "lab")
+    paths = [r["source_path"] for r in query(lab, "select source_path from sources").to_pylist()]
+    assert rep.runners["codex"].files == 1 and rep.runners["claude_code"].files == 1
+    assert all(p.startswith(str(d / "again") + "/") for p in paths), paths  # the first link by name
+    assert not rep.duplicates and rep.invariant_holds
+
+
 def test_moved_file_is_not_a_duplicate(runs: Path, tmp_path: Path) -> None:
     ingest([runs], tmp_path / "lab", workers=1, progress=False)
     lab = Lab.open(tmp_path / "lab")

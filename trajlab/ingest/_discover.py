@@ -64,11 +64,20 @@ def _walk(root: Path, exclude: set[Path], unlisted: list[tuple[Path, str]]) -> l
     def unlistable(e: OSError) -> None:
         unlisted.append((Path(e.filename or root), f"a folder that cannot be listed ({e.strerror or e})"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable):
+    seen: set[tuple[int, int]] = set()
+    # Symbolic links to folders are followed (`runs/latest -> 2026-12-01/`); each folder is walked
+    # once, so a link loop or a second link to the same folder adds nothing.
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=True):
         d = Path(dirpath)
-        if d in exclude or _is_lab(d):
+        try:
+            st = os.stat(d)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen or d in exclude or _is_lab(d):
             dirnames[:] = []  # a lab (the output one included) is not input
             continue
+        seen.add((st.st_dev, st.st_ino))
         dirnames[:] = sorted(n for n in dirnames if n not in _SKIP_DIRS and not n.startswith("."))
         out.extend(d / f for f in sorted(filenames) if not f.startswith("."))
     return out
