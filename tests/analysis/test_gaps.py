@@ -249,6 +249,38 @@ def test_one_outcome_only_keeps_shares_and_says_so(builder):
     assert rows["python"]["note"] == "no failed trajectories in this group"
 
 
+def test_a_benchmark_of_failures_only_is_named_as_a_confounder(builder):
+    """Pooled gaps over a mixed benchmark and one that has failed runs only (Who&When-like): its tools
+    would read as failure markers; a note says so, and not when grouped by benchmark."""
+    from trajlab.analysis import one_outcome_sources
+
+    for i in range(6):  # a mixed benchmark: 3 successes, 3 failures, both use ls
+        tid = f"m{i}"
+        builder.traj(tid, "success" if i < 3 else "failure", benchmark="mixed", model="m1")
+        builder.call(tid, "ls")
+    for i in range(8):  # failed runs only, with their own browser tool
+        builder.traj(f"w{i}", "failure", benchmark="failures-only", runner="ww", model="m1")
+        builder.call(f"w{i}", "browser")
+    for i in range(2):  # too few to count: succeeded runs only, under 5 of them
+        builder.traj(f"s{i}", "success", benchmark="tiny", model="m1")
+        builder.call(f"s{i}", "ls")
+    lab = builder.build()
+    res = gaps(lab, n_boot=10, progress=False)
+    assert [n for n in res.notes if "markers" in n] == [
+        "benchmark 'failures-only': all 8 of its trajectories failed (50% of those with an outcome), so the "
+        "tools it uses show up as failure markers here; compare within each benchmark with --by benchmark",
+        "runner 'ww': all 8 of its trajectories failed (50% of those with an outcome), so the tools it uses "
+        "show up as failure markers here; compare within each runner with --by runner",
+    ]
+    assert _rows(res)["browser"]["gap"] < 0  # the confounded finding the note warns about
+    # grouped by benchmark: each group is compared within itself; the runner is the same set of runs
+    assert not [n for n in gaps(lab, by="benchmark", n_boot=10, progress=False).notes if "markers" in n]
+    # within a group of `by`, and named with it
+    assert one_outcome_sources(lab, ["model"])[0].startswith("model='m1', benchmark 'failures-only': all 8")
+    # one benchmark with both outcomes: nothing to say
+    assert one_outcome_sources(lab, ["benchmark", "runner"]) == []
+
+
 def test_no_tool_calls(builder):
     builder.traj("a", "success").traj("b", "failure")
     builder.step("a"), builder.step("b")

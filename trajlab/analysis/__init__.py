@@ -28,7 +28,7 @@ from ._catalog import (
     tool_counts_sql,
     tool_use_sql,
 )
-from ._gaps import gaps, gaps_schema
+from ._gaps import gaps, gaps_schema, one_outcome_sources
 from ._materialize import AUTO_MATERIALIZE_CALLS, ToolUsageFile, refresh_tool_usage, tool_usage_rows
 from ._result import MISSING_HINTS, AnalysisResult, missing_hint, read_metadata
 from ._run import LABEL_TABLES, LabFacts, connection, lab_facts, run_analysis, run_sql
@@ -76,6 +76,7 @@ __all__ = [
     "media_strategy",
     "missing_hint",
     "normalize_by",
+    "one_outcome_sources",
     "parse_value",
     "read_metadata",
     "refresh_tool_usage",

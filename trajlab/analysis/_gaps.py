@@ -15,7 +15,7 @@ from ..errors import ConfigError, LabError
 from ._catalog import COUNT_SOURCES, TOOL_KEYS, expand, get_analysis, normalize_by
 from ._materialize import AUTO_MATERIALIZE_CALLS, refresh_tool_usage
 from ._result import AnalysisResult
-from ._run import LabLike, execute, lab_facts, open_lab
+from ._run import LabLike, execute, lab_facts, open_lab, run_sql
 from ._stats import (
     CORRECTIONS,
     TESTS,
@@ -190,7 +190,48 @@ def gaps(
     n_groups_missing = sum(1 for n in rows["note"] if n and "no " in n and "trajectories in this group" in n)
     if n_groups_missing:
         notes.append(f"{n_groups_missing} rows belong to groups lacking one outcome: no gap there")
+    notes += one_outcome_sources(lab, cols)
     return AnalysisResult("gaps", out, sql, params, outcome_missing, notes)
+
+
+CONFOUNDERS = ("benchmark", "runner")
+"""Columns whose values often come with one outcome only (a dataset of failed runs): checked by
+`one_outcome_sources` when the gaps are not grouped by them."""
+
+
+def one_outcome_sources(lab: LabLike, by: Iterable[str] = (), min_share: float = 0.1) -> list[str]:
+    """Notes on benchmarks and runners whose trajectories all have the same outcome and make at least
+    `min_share` of those with an outcome in their group (and 5 or more): in pooled gaps the tools
+    such a source uses stand for the source, not for success or failure. Checked within each group of
+    `by`, and not at all for a column the gaps are grouped by."""
+    by = tuple(by)
+    keys = "".join(f"{c}, " for c in by)
+    notes = []
+    for col in CONFOUNDERS:
+        if col in by:
+            continue
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in run_sql(
+            lab,
+            f"SELECT {keys}coalesce({col}, '(none)') AS _v, count(*) AS _n, "
+            "count(*) FILTER (WHERE outcome = 'success') AS _s FROM trajectories "
+            "WHERE outcome IN ('success', 'failure') GROUP BY ALL ORDER BY ALL",
+        ).to_pylist():
+            groups.setdefault(tuple(r[c] for c in by), []).append(r)
+        for g, rows in groups.items():
+            total = sum(r["_n"] for r in rows)
+            if len(rows) < 2 or not 0 < sum(r["_s"] for r in rows) < total:
+                continue  # one value only, or one outcome in the whole group: nothing is mixed
+            where = "".join(f"{c}={v!r}, " for c, v in zip(by, g))
+            for r in sorted(rows, key=lambda r: -r["_n"]):
+                if r["_n"] >= max(5, min_share * total) and r["_s"] in (0, r["_n"]):
+                    what, marker = ("failed", "failure") if r["_s"] == 0 else ("succeeded", "success")
+                    notes.append(
+                        f"{where}{col} {r['_v']!r}: all {r['_n']} of its trajectories {what} "
+                        f"({r['_n'] / total:.0%} of those with an outcome), so the tools it uses show up "
+                        f"as {marker} markers here; compare within each {col} with --by {col}"
+                    )
+    return notes
 
 
 def _groups(table: pa.Table, cols: tuple[str, ...]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
