@@ -7,6 +7,7 @@ import os
 import click
 
 from ..formats import adapters, load_errors
+from ..fsutil import path_text
 from ..ingest import IngestInterrupted, ingest
 
 
@@ -66,7 +67,7 @@ def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_file
     click.echo(report.format())
     if report.missing and len(report.missing) == len(paths):
         raise click.ClickException("none of the input paths exist")
-    given = {os.path.normpath(os.path.abspath(os.path.expanduser(p))) for p in paths}
+    given = {path_text(os.path.normpath(os.path.abspath(os.path.expanduser(p)))) for p in paths}
     if given and given <= {p for p, _ in report.unreadable} | set(report.missing):
         raise click.ClickException("none of the input paths is a regular file or a folder")
 
