@@ -1,6 +1,6 @@
 """`Lab.read_trajectory` / `read_trajectory_steps`: the same rows as a filtered `Lab.read`, with memory
 that follows the one trajectory rather than the row groups holding it (what `trajlab dag show` and
-`dag export` read)."""
+`dag export` read); and `Lab.iter_batches`, the same rows as `Lab.read`, part by part."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import trajlab.store._parts as parts
+from trajlab.errors import LabError
 from trajlab.schema import TABLES, default_row
 from trajlab.store import Lab, table_schema
 from trajlab.store._parts import parquet_options, rows_to_table
@@ -83,6 +84,32 @@ def test_an_unknown_trajectory_or_column(lab: Lab) -> None:
     assert lab.read_trajectory("dag_nodes", "t00").num_rows == 0  # a table with no parts
     with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
         lab.read_trajectory("steps", "t00", ["no_such_column"])
+
+
+@pytest.mark.parametrize("columns", [None, ["trajectory_id"], ["output", "tool_seq", "step_index"]])
+def test_iter_batches_streams_the_rows_of_a_read(lab: Lab, columns: list[str] | None) -> None:
+    want = lab.read("steps", columns)
+    batches = list(lab.iter_batches("steps", columns, batch_size=20))
+    assert len(batches) > len(lab.files("steps")) and max(b.num_rows for b in batches) <= 20
+    got = pa.Table.from_batches(batches)
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
+    assert got.num_rows == sum(17 + k for k in range(8)) * 2 + 5
+    if columns and "tool_seq" in columns:  # the part written before tool_seq reads it as nulls
+        assert got.column("tool_seq").null_count >= 5
+
+
+def test_iter_batches_of_an_unknown_column_or_a_damaged_part(lab: Lab, tmp_path: Path) -> None:
+    with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
+        next(lab.iter_batches("steps", ["no_such_column"]))
+    assert list(lab.iter_batches("dag_nodes")) == []  # a table with no parts
+    copy = tmp_path / "lab"
+    subprocess.run(["cp", "-a", str(lab.root), str(copy)], check=True)
+    damaged = Lab.open(copy)
+    part = damaged.files("steps")[1]
+    part.write_bytes(part.read_bytes()[:200])
+    with pytest.raises(LabError, match=rf"cannot read table 'steps': {part}: "):
+        list(damaged.iter_batches("steps", ["trajectory_id"]))
 
 
 PEAK = textwrap.dedent(

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 from tqdm import tqdm
 
 from ..errors import ConfigError, LabError
@@ -292,6 +291,8 @@ def _compute(
     n_calls = table.column("n_calls").to_numpy().astype(np.float64)
 
     groups = _groups(table, cols)
+    import scipy.sparse as sp  # here, not at import: scipy costs every CLI command 0.15 s
+
     seeds = np.random.SeedSequence(seed).spawn(len(groups))
     rows: dict[str, list[Any]] = {f.name: [] for f in gaps_schema(cols)}
     bar = tqdm(groups, desc="gaps", unit="group", disable=(not progress) or None, leave=False)

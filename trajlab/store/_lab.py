@@ -21,10 +21,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:  # imported where used: pyarrow.dataset imports pandas (0.4 s of every CLI command)
+    import pyarrow.dataset as ds
 
 from .. import __version__
 from ..errors import LabError
@@ -35,6 +38,7 @@ from ._creation import _creatable, _raise_not_created, _unmake
 from ._locking import _lock
 from ._manifest import MANIFEST_NAME, Manifest, read_manifest, utcnow, write_manifest
 from ._migrations import apply_migrations, pending_migrations
+from ._parts import conform
 from ._select import rows_where
 from ._transaction import NO_SPACE, STAGING, Transaction, _no_space, table_schema
 
@@ -183,6 +187,8 @@ class Lab:
         return [self.root / p.path for p in e.parts] if e else []
 
     def dataset(self, table: str) -> ds.Dataset:
+        import pyarrow.dataset as ds
+
         schema = table_schema(table)
         files = [str(f) for f in self.files(table)]
         return ds.dataset(files, schema=schema, format="parquet")
@@ -217,15 +223,24 @@ class Lab:
     def iter_batches(
         self, table: str, columns: Sequence[str] | None = None, batch_size: int = 65_536
     ) -> Iterator[pa.RecordBatch]:
-        """Stream a table in record batches (bounded memory)."""
-        try:
-            yield from self.dataset(table).to_batches(
-                columns=list(columns) if columns else None, batch_size=batch_size
-            )
-        except (OSError, pa.ArrowInvalid) as e:
-            if isinstance(e, pa.ArrowInvalid) and ".parquet" not in str(e):
-                raise
-            raise _unreadable(self.root, table, e) from e
+        """Stream a table in record batches (bounded memory), part by part; a part written before a
+        column existed reads it as nulls, as a dataset scan with the lab's schema does (read with
+        pyarrow.parquet: a `dataset` would import pandas, half a second of a `trajlab dag show`)."""
+        schema = table_schema(table)
+        cols = list(columns) if columns else list(schema.names)
+        for c in cols:
+            if c not in schema.names:
+                raise pa.ArrowInvalid(f"No match for FieldRef.Name({c}) in {schema}")
+        out = pa.schema([schema.field(c) for c in cols])
+        for f in self.files(table):
+            try:
+                with pq.ParquetFile(f) as pf:
+                    read = [c for c in cols if c in pf.schema_arrow.names]
+                    batches = pf.iter_batches(batch_size=batch_size, columns=read)
+                    for b in batches:
+                        yield from conform(pa.Table.from_batches([b]), out, missing_as_null=True).to_batches()
+            except (OSError, pa.ArrowInvalid) as e:  # a missing or damaged part: name it and the table
+                raise _unreadable(self.root, table, f"{f}: {e}") from e
 
     def read_trajectory(
         self, table: str, trajectory_id: str, columns: Sequence[str] | None = None
@@ -327,7 +342,7 @@ class Lab:
             txn.append(table, rows)
 
 
-def _unreadable(root: Path, table: str, e: BaseException) -> LabError:
+def _unreadable(root: Path, table: str, e: BaseException | str) -> LabError:
     return LabError(f"{root}: cannot read table {table!r}: {e}")
 
 
