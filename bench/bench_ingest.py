@@ -12,7 +12,13 @@ fresh subprocess, in interleaved order, so that each mode sees the same page cac
             as JSON text), `to_parquet` per file
   parse-2   the machine's own 2-process ceiling: two processes doing `parse` at once, each on half
             the bytes; its speed-up over `parse` is what 2 workers can reach on this machine at best
+  ingest-1x2  the same ceiling for the ingest's own work: two independent `ingest(..., workers=1)`
+            processes at once, each of half the files into its own lab; ingest-2 / ingest-1x2 is how
+            near the pool comes to what two cores give this (Python-bound, cache-hungry) work
   ingest-N  `trajlab.ingest.ingest(..., workers=N)` into a fresh lab
+  MODE:1cpu the same confined to one CPU (sched_setaffinity, inherited by its threads): ingest-1
+            uses more than one core by itself (pyarrow encodes and writes Parquet in its own threads),
+            so ingest-1:1cpu -> ingest-2 is the speed-up from one core to two
   ingest-N@REV  the same with the `trajlab` package of git revision REV (extracted under
             bench/out/rev-REV and put first on PYTHONPATH): a before/after in the same run, e.g.
             --modes parse,parse-2,naive,ingest-1,ingest-2,ingest-1@deda22a,ingest-2@deda22a
@@ -48,6 +54,9 @@ from synth_rollouts import corpus_bytes, synthesize  # noqa: E402
 WORKER = r"""
 import json, os, sys, time, glob, resource
 mode, corpus, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode.endswith(":1cpu"):  # confined to one CPU, its threads too: the one-core baseline of scaling
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    mode = mode[: -len(":1cpu")]
 files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
 out = {"mode": mode}
 if mode in ("parse", "parse-2"):
@@ -93,6 +102,27 @@ elif mode == "naive":
         n += len(recs)
         pd.DataFrame(recs).to_parquet(os.path.join(scratch, f"{i}.parquet"))
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
+elif mode == "ingest-1x2":
+    # the 2-process ceiling of the ingest's own work: two independent single-process ingests at once,
+    # each of half the bytes into its own lab (split as for parse-2); no pool, no shared commit
+    from trajlab.ingest import ingest
+    halves, load = ([], []), [0, 0]
+    for f in sorted(files, key=os.path.getsize, reverse=True):
+        k = 0 if load[0] <= load[1] else 1
+        halves[k].append(f); load[k] += os.path.getsize(f)
+    t0 = time.perf_counter(); c0 = time.process_time()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        rep = ingest(halves[1], os.path.join(scratch, "b"), workers=1, progress=False)
+        os.write(w, json.dumps([rep.records_seen, rep.totals.steps]).encode()); os._exit(0)
+    os.close(w)
+    rep = ingest(halves[0], os.path.join(scratch, "a"), workers=1, progress=False)
+    other = json.loads(os.read(r, 256)); os.waitpid(pid, 0)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0 + ru.ru_utime + ru.ru_stime,
+               records=rep.records_seen + other[0], steps=rep.totals.steps + other[1])
 else:
     import trajlab
     from trajlab.ingest import ingest
@@ -337,6 +367,18 @@ def main() -> None:
     if "speed-up 2 workers" in ratios and "machine ceiling: parse-2 / parse" in ratios:
         ratios["2-worker speed-up / machine ceiling"] = (
             ratios["speed-up 2 workers"] / ratios["machine ceiling: parse-2 / parse"]
+        )
+    if "ingest-1x2" in summary and "ingest-1" in summary:
+        ratios["ingest ceiling: ingest-1x2 / ingest-1"] = (
+            summary["ingest-1x2"]["mb_s"] / summary["ingest-1"]["mb_s"]
+        )
+        if "ingest-2" in summary:
+            ratios["2-worker speed-up / ingest ceiling"] = (
+                summary["ingest-2"]["mb_s"] / summary["ingest-1x2"]["mb_s"]
+            )
+    if "ingest-1:1cpu" in summary and "ingest-2" in summary:
+        ratios["speed-up 1 CPU -> 2 CPUs: ingest-2 / ingest-1:1cpu"] = (
+            summary["ingest-2"]["mb_s"] / summary["ingest-1:1cpu"]["mb_s"]
         )
     if "ingest-1" in summary and "parse" in summary:
         cpu_ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_cpu_s"] / summary["parse"]["mb_cpu_s"]
