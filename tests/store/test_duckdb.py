@@ -89,7 +89,7 @@ def test_views_and_derived_views(lab: Lab) -> None:
         ("COPY steps TO '/tmp/out.csv'", "only read-only queries are allowed (got a COPY statement)"),
         ("CREATE TABLE t AS SELECT 1", "got a CREATE statement"),
         ("CREATE VIEW v AS SELECT 1", "got a CREATE statement"),
-        ("ATTACH '/tmp/other.duckdb'", "got a ATTACH statement"),
+        ("ATTACH '/tmp/other.duckdb'", "got an ATTACH statement"),
         ("INSTALL httpfs", "only read-only queries are allowed"),
         ("LOAD httpfs", "only read-only queries are allowed"),
         ("SET enable_external_access = true", "got a SET statement"),

@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError, InputFileError
+from ..store import statement_name
 from ._runs import DEFAULT_COLUMNS, DEFAULT_FILTERS, MAX_PAGE_SIZE, RUN_COLUMNS, RUN_FILTERS
 
 IDENT = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -349,7 +350,7 @@ def check_sql(sql: str) -> list[str]:
         raise ValueError(f"give exactly one SQL statement (got {len(statements)})")
     kind = str(statements[0].type).rsplit(".", 1)[-1]
     if kind not in ("SELECT",):
-        raise ValueError(f"only SELECT queries are allowed (got a {kind} statement)")
+        raise ValueError(f"only SELECT queries are allowed (got {statement_name(kind)})")
     return sorted(set(PARAM.findall(sql)))
 
 

@@ -169,6 +169,11 @@ def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
+def statement_name(kind: str) -> str:
+    """'a SELECT statement', 'an ATTACH statement'."""
+    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} statement"
+
+
 def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     try:
         statements = con.extract_statements(sql)
@@ -185,7 +190,7 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                 # one MULTI statement, DuckDB 1.x (the newest on Python 3.10) as a CREATE and a SELECT
                 # with no query text of their own
                 hint = "; a PIVOT must name its values here: PIVOT ... ON col IN ('a', 'b') USING ..."
-            raise QueryError(f"only read-only queries are allowed (got a {kind} statement){hint}")
+            raise QueryError(f"only read-only queries are allowed (got {statement_name(kind)}){hint}")
         if kind == "EXPLAIN":
             # EXPLAIN ANALYZE runs the statement it explains (`EXPLAIN ANALYZE COPY ... TO` writes a file):
             # the explained statement must be read-only too
