@@ -59,6 +59,25 @@ if mode.endswith(":1cpu"):  # confined to one CPU, its threads too: the one-core
     mode = mode[: -len(":1cpu")]
 files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
 out = {"mode": mode}
+def two_at_once(work):
+    # work(half, i) in this process and in a forked one at once, on halves of the bytes (biggest files
+    # first, each to the lighter half); returns both JSON results and starts the clocks (t0, c0)
+    global t0, c0
+    halves, load = ([], []), [0, 0]
+    for f in sorted(files, key=os.path.getsize, reverse=True):
+        k = 0 if load[0] <= load[1] else 1
+        halves[k].append(f); load[k] += os.path.getsize(f)
+    t0 = time.perf_counter(); c0 = time.process_time()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r); os.write(w, json.dumps(work(halves[1], 1)).encode()); os._exit(0)
+    os.close(w)
+    mine = work(halves[0], 0)
+    theirs = json.loads(os.read(r, 1 << 16)); os.waitpid(pid, 0)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c0 -= ru.ru_utime + ru.ru_stime  # the child's CPU time counts too
+    return mine, theirs
 if mode in ("parse", "parse-2"):
     import orjson
     loads = orjson.loads
@@ -72,21 +91,8 @@ if mode in ("parse", "parse-2"):
     if mode == "parse":
         t0 = time.perf_counter(); c0 = time.process_time()
         n = parse(files)
-    else:  # two processes at once, the bytes split evenly (biggest files first, each to the lighter half)
-        halves, load = ([], []), [0, 0]
-        for f in sorted(files, key=os.path.getsize, reverse=True):
-            k = 0 if load[0] <= load[1] else 1
-            halves[k].append(f); load[k] += os.path.getsize(f)
-        t0 = time.perf_counter(); c0 = time.process_time()
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r); os.write(w, str(parse(halves[1])).encode()); os._exit(0)
-        os.close(w)
-        n = parse(halves[0])
-        n += int(os.read(r, 64)); os.waitpid(pid, 0)
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        c0 -= ru.ru_utime + ru.ru_stime
+    else:  # two processes at once, each on half the bytes
+        n = sum(two_at_once(lambda half, i: parse(half)))
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
 elif mode == "naive":
     import json as js
@@ -106,23 +112,12 @@ elif mode == "ingest-1x2":
     # the 2-process ceiling of the ingest's own work: two independent single-process ingests at once,
     # each of half the bytes into its own lab (split as for parse-2); no pool, no shared commit
     from trajlab.ingest import ingest
-    halves, load = ([], []), [0, 0]
-    for f in sorted(files, key=os.path.getsize, reverse=True):
-        k = 0 if load[0] <= load[1] else 1
-        halves[k].append(f); load[k] += os.path.getsize(f)
-    t0 = time.perf_counter(); c0 = time.process_time()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        rep = ingest(halves[1], os.path.join(scratch, "b"), workers=1, progress=False)
-        os.write(w, json.dumps([rep.records_seen, rep.totals.steps]).encode()); os._exit(0)
-    os.close(w)
-    rep = ingest(halves[0], os.path.join(scratch, "a"), workers=1, progress=False)
-    other = json.loads(os.read(r, 256)); os.waitpid(pid, 0)
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0 + ru.ru_utime + ru.ru_stime,
-               records=rep.records_seen + other[0], steps=rep.totals.steps + other[1])
+    def one(half, i):
+        rep = ingest(half, os.path.join(scratch, "ab"[i]), workers=1, progress=False)
+        return [rep.records_seen, rep.totals.steps]
+    mine, other = two_at_once(one)
+    out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0,
+               records=mine[0] + other[0], steps=mine[1] + other[1])
 else:
     import trajlab
     from trajlab.ingest import ingest
