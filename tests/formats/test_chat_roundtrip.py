@@ -58,7 +58,7 @@ def _messages(turns: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns=st.lists(TURN, min_size=1, max_size=8))
 def test_texts_calls_and_results_survive_ingest(turns: list[tuple[str, Any]]) -> None:
-    msgs, texts, calls = _messages([("user", "start")] + turns)
+    msgs, texts, calls = _messages([("user", "start"), *turns])
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "conversation.json"
         path.write_text(json.dumps(msgs), encoding="utf-8")
