@@ -498,13 +498,13 @@ def test_sql_misuse(lab: Path, tmp_path: Path) -> None:
     err = fails("sql", str(lab), "selec count(*) from steps")
     assert 'Parser Error: syntax error at or near "selec"' in err and "views available: dag_edges" in err
     for q, kind in [
-        ("select 1; delete from steps", "DELETE"),
-        ("select 1; drop view steps", "DROP"),
-        ("select 1; copy steps to 'x.csv'", "COPY"),
-        ("create table t as select 1; select * from t", "CREATE"),
-        ("select 1; attach 'x.db' as x", "ATTACH"),
+        ("select 1; delete from steps", "a DELETE"),
+        ("select 1; drop view steps", "a DROP"),
+        ("select 1; copy steps to 'x.csv'", "a COPY"),
+        ("create table t as select 1; select * from t", "a CREATE"),
+        ("select 1; attach 'x.db' as x", "an ATTACH"),
     ]:
-        assert f"only read-only queries are allowed (got a {kind} statement)" in fails("sql", str(lab), q), q
+        assert f"only read-only queries are allowed (got {kind} statement)" in fails("sql", str(lab), q), q
     err = fails("sql", str(lab), "select 1", "--format", "xml", code=2)
     assert "Invalid value for '--format': 'xml' is not one of" in err
     assert "--format parquet needs --out" in fails("sql", str(lab), "select 1", "--format", "parquet", code=2)
