@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,32 @@ from trajlab.formats import ParseContext, SourceUnit, detect, finish_trajectory,
 from trajlab.ingest import unit_digest
 from trajlab.schema import TABLES, default_row
 from trajlab.store import rows_to_table, table_schema
+
+
+def parse_text(name: str, text: str, adapter_name: str) -> tuple[list[tuple[dict, list[dict]]], ParseContext]:
+    """Write `text` as the file `name` (it may name folders) in a fresh temporary folder and parse it as
+    `parse_detected` does."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+        return parse_detected(path, adapter_name)
+
+
+def call_values(steps: list[dict[str, Any]], *fields: str) -> list[tuple[Any, ...]]:
+    """Per tool-call step, the values of `fields`, as the lab will hold them: rows are sparse until the
+    store fills in the defaults, so a missing `output` reads as "", `is_error` as False, `arguments`
+    is parsed from its JSON text, anything else missing is None."""
+    missing = {"output": "", "is_error": False}
+
+    def value(s: dict[str, Any], f: str) -> Any:
+        v = s.get(f)
+        if f == "arguments":
+            return json.loads(v) if v is not None else None
+        return missing.get(f) if v is None and f in missing else v
+
+    return [tuple(value(s, f) for f in fields) for s in steps if s["kind"] == "tool_call"]
+
 
 ODD_VALUES = [None, 0, -1, 1.5, True, "", "{bad", [], {}, [1, "a", None], {"a": [1]}]
 

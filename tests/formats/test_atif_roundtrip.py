@@ -5,11 +5,9 @@ step's message and reasoning, each call's name, arguments and id, its result (li
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,10 +58,7 @@ def _trajectory(task: str, steps: list[tuple]) -> dict[str, Any]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(task=TEXT, steps=st.lists(STEP, min_size=1, max_size=4))
 def test_messages_calls_results_and_tokens_survive_ingest(task: str, steps: list[tuple]) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "trajectory.json"
-        path.write_text(json.dumps(_trajectory(task, steps)), "utf-8")
-        [(traj, rows)], ctx = parse_detected(path, "atif")
+    [(traj, rows)], ctx = parse_text("trajectory.json", json.dumps(_trajectory(task, steps)), "atif")
     assert ctx.records_quarantined == 0
     assert [r["text"] for r in rows if r["kind"] == "user"] == [task]
     # an agent step without calls is an assistant step even when it said nothing (its tokens need a home)
@@ -71,11 +66,7 @@ def test_messages_calls_results_and_tokens_survive_ingest(task: str, steps: list
     assert [r["text"] for r in rows if r["kind"] == "assistant"] == said
     assert [r["text"] for r in rows if r["kind"] == "reasoning"] == [x for _, x, *_ in steps if x is not None]
     calls = [c for _, _, cs, *_ in steps for c in cs]
-    got = [
-        (r.get("call_id"), r.get("tool_name"), json.loads(r["arguments"]), r.get("output"))
-        for r in rows
-        if r["kind"] == "tool_call"
-    ]
+    got = call_values(rows, "call_id", "tool_name", "arguments", "output")
     assert got == [(f"call_{i}", name, args, res) for i, (name, args, res) in enumerate(calls)]
     assert traj["n_tool_calls"] == len(calls)
     tokens = [

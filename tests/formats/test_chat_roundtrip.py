@@ -4,11 +4,9 @@ text, every call's name, arguments and id, and links every result to its call, i
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,16 +57,10 @@ def _messages(turns: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[
 @given(turns=st.lists(TURN, min_size=1, max_size=8))
 def test_texts_calls_and_results_survive_ingest(turns: list[tuple[str, Any]]) -> None:
     msgs, texts, calls = _messages([("user", "start"), *turns])
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "conversation.json"
-        path.write_text(json.dumps(msgs), encoding="utf-8")
-        [(traj, steps)], ctx = parse_detected(path, "chat-messages")
+    [(traj, steps)], ctx = parse_text("conversation.json", json.dumps(msgs), "chat-messages")
     assert ctx.records_quarantined == 0 and traj["anomalies"] == []
     text_steps = [s for s in steps if s["kind"] in ("system", "user", "assistant", "reasoning")]
     assert [s["text"] for s in text_steps] == texts
-    call_steps = [s for s in steps if s["kind"] == "tool_call"]
-    assert [
-        (s["call_id"], s["tool_name"], json.loads(s["arguments"]), s["output"]) for s in call_steps
-    ] == calls
+    assert call_values(steps, "call_id", "tool_name", "arguments", "output") == calls
     assert [s["step_index"] for s in steps] == list(range(len(steps)))
     assert traj["n_steps"] == len(steps) and traj["n_tool_calls"] == len(calls)

@@ -5,11 +5,9 @@ the result comes back in order or after a later call of the same response (paral
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,21 +67,17 @@ def _transcript(prompt: str, responses: list[tuple[str | None, list[tuple[str, s
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prompt=TEXT, responses=st.lists(RESPONSE, min_size=1, max_size=4))
 def test_texts_commands_and_results_survive_ingest(prompt: str, responses: list) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "-w" / f"{SESSION}.jsonl"
-        path.parent.mkdir()
-        path.write_text("".join(json.dumps(r) + "\n" for r in _transcript(prompt, responses)), "utf-8")
-        [(traj, steps)], ctx = parse_detected(path, "claude-code")
+    [(traj, steps)], ctx = parse_text(
+        f"-w/{SESSION}.jsonl",
+        "".join(json.dumps(r) + "\n" for r in _transcript(prompt, responses)),
+        "claude-code",
+    )
     assert ctx.records_quarantined == 0 and not traj.get("anomalies")
     assert [s["text"] for s in steps if s["kind"] == "user"] == [prompt]
     assert [s["text"] for s in steps if s["kind"] == "assistant"] == [
         t for t, _ in responses if t is not None
     ]
-    got = [
-        (s.get("call_id"), s.get("command"), s.get("output"), s.get("is_error", False))
-        for s in steps
-        if s["kind"] == "tool_call"
-    ]
+    got = call_values(steps, "call_id", "command", "output", "is_error")
     calls = [c for _, cs in responses for c in cs]
     assert got == [(f"toolu_{i:04d}", cmd, out, err) for i, (cmd, out, err) in enumerate(calls)]
     assert traj["n_tool_calls"] == len(calls)

@@ -5,11 +5,9 @@ message texts, with and without the `exec_command_end` events."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +22,7 @@ OUTPUT = st.text(max_size=80) | st.sampled_from(
         "<script>alert(1)</script>",
     ]
 )
-CALL = st.tuples(TEXT, OUTPUT, st.integers(0, 255))
+CALL = st.tuples(TEXT, OUTPUT, st.sampled_from([0, 1, 2, 127]) | st.integers(0, 255))
 
 
 def _rollout(prompt: str, calls: list[tuple[str, str, int]], end_events: bool) -> list[dict[str, Any]]:
@@ -64,17 +62,14 @@ def _rollout(prompt: str, calls: list[tuple[str, str, int]], end_events: bool) -
 def test_commands_outputs_and_exit_codes_survive_ingest(
     prompt: str, calls: list[tuple[str, str, int]], end_events: bool
 ) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-00000000abcd.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in _rollout(prompt, calls, end_events)), "utf-8")
-        [(traj, steps)], ctx = parse_detected(path, "codex-rollout")
+    [(traj, steps)], ctx = parse_text(
+        "rollout-2026-03-02T10-00-00-0199aaaa-1111-7000-8000-00000000abcd.jsonl",
+        "".join(json.dumps(r) + "\n" for r in _rollout(prompt, calls, end_events)),
+        "codex-rollout",
+    )
     assert ctx.records_quarantined == 0
     users = [s["text"] for s in steps if s["kind"] == "user"]
     assert users[-1] == prompt
-    got = [
-        (s.get("command"), s.get("output") or "", s.get("exit_code"), s.get("is_error", False))
-        for s in steps
-        if s["kind"] == "tool_call"
-    ]  # rows are sparse until the store fills in the defaults
+    got = call_values(steps, "command", "output", "exit_code", "is_error")
     assert got == [(cmd, out, code, code != 0) for cmd, out, code in calls]
     assert traj["final_answer"] == "done" and traj["n_tool_calls"] == len(calls)

@@ -5,11 +5,9 @@ assistant texts, tool calls with arguments, results and errors, and the outcome 
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,10 +82,7 @@ def test_samples_messages_calls_and_scores_survive_ingest(samples: list) -> None
         },
         "samples": [_sample(i, *s) for i, s in enumerate(samples)],
     }
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "2025-06-01T10-00-00_qa_E1.json"
-        path.write_text(json.dumps(log), "utf-8")
-        out, ctx = parse_detected(path, "inspect-json")
+    out, ctx = parse_text("2025-06-01T10-00-00_qa_E1.json", json.dumps(log), "inspect-json")
     assert ctx.records_quarantined == 0 and len(out) == len(samples)
     for (traj, steps), (prompt, turns, score, _) in zip(out, samples):
         assert traj["outcome"] == ("success" if score == "C" else "failure")
@@ -96,9 +91,5 @@ def test_samples_messages_calls_and_scores_survive_ingest(samples: list) -> None
         said = [t or "" for t, cs in turns if t or not cs]
         assert [s["text"] for s in steps if s["kind"] == "assistant"] == said
         calls = [c for _, cs in turns for c in cs]
-        got = [
-            (s.get("tool_name"), json.loads(s["arguments"]), s.get("output"), s.get("is_error", False))
-            for s in steps
-            if s["kind"] == "tool_call"
-        ]
+        got = call_values(steps, "tool_name", "arguments", "output", "is_error")
         assert got == [(name, {"cmd": arg}, result, err) for name, arg, result, err in calls]

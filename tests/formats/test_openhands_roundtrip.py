@@ -5,11 +5,9 @@ the observations come back after several actions), and the agent's messages."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +15,7 @@ TEXT = st.text(min_size=1, max_size=60).filter(str.strip)
 OUTPUT = st.text(max_size=80) | st.sampled_from(
     ["[The command completed with exit code 1.]", "a\x00b", "<i>"]
 )
-RUN = st.tuples(TEXT, OUTPUT, st.integers(0, 255))
+RUN = st.tuples(TEXT, OUTPUT, st.sampled_from([0, 1, 2, 127]) | st.integers(0, 255))
 # a turn: the agent's runs, observed together after them, then maybe a message
 TURN = st.tuples(st.lists(RUN, min_size=1, max_size=3), st.none() | TEXT)
 
@@ -65,18 +63,11 @@ def _events(prompt: str, turns: list[tuple[list[tuple[str, str, int]], str | Non
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prompt=TEXT, turns=st.lists(TURN, min_size=1, max_size=4))
 def test_commands_outputs_and_exit_codes_survive_ingest(prompt: str, turns: list) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "events.json"
-        path.write_text(json.dumps(_events(prompt, turns)), "utf-8")
-        [(traj, steps)], ctx = parse_detected(path, "openhands")
+    [(traj, steps)], ctx = parse_text("events.json", json.dumps(_events(prompt, turns)), "openhands")
     assert ctx.records_quarantined == 0
     assert [s["text"] for s in steps if s["kind"] == "user"] == [prompt]
     assert [s["text"] for s in steps if s["kind"] == "assistant"] == [m for _, m in turns if m is not None]
     runs = [r for rs, _ in turns for r in rs]
-    got = [
-        (s.get("command"), s.get("output") or "", s.get("exit_code"), s.get("is_error", False))
-        for s in steps
-        if s["kind"] == "tool_call"
-    ]
+    got = call_values(steps, "command", "output", "exit_code", "is_error")
     assert got == [(cmd, out, code, code != 0) for cmd, out, code in runs]
     assert traj["n_tool_calls"] == len(runs)

@@ -4,11 +4,9 @@ command, its observation as the output, the thought, and the issue text."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from format_checks import parse_detected
+from format_checks import call_values, parse_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,14 +60,10 @@ def _traj(issue: str, steps: list[tuple[str, str, str]]) -> dict[str, Any]:
 def test_actions_observations_and_thoughts_survive_ingest(
     issue: str, steps: list[tuple[str, str, str]]
 ) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "repo__repo-1.traj"
-        path.write_text(json.dumps(_traj(issue, steps)), "utf-8")
-        [(traj, rows)], ctx = parse_detected(path, "swe-agent")
+    [(traj, rows)], ctx = parse_text("repo__repo-1.traj", json.dumps(_traj(issue, steps)), "swe-agent")
     assert ctx.records_quarantined == 0
     assert issue in [r["text"] for r in rows if r["kind"] == "user"]
-    calls = [r for r in rows if r["kind"] == "tool_call"]
-    assert [(r.get("command"), r.get("output") or "") for r in calls] == [(a, o) for a, o, _ in steps]
+    assert call_values(rows, "command", "output") == [(a, o) for a, o, _ in steps]
     thoughts = [r["text"] for r in rows if r["kind"] in ("assistant", "reasoning")]
     assert thoughts == [t for _, _, t in steps]
     assert traj["n_tool_calls"] == len(steps)
