@@ -27,9 +27,10 @@ def parse_text(name: str, text: str, adapter_name: str) -> tuple[list[tuple[dict
 
 
 def call_values(steps: list[dict[str, Any]], *fields: str) -> list[tuple[Any, ...]]:
-    """Per tool-call step, the values of `fields`, as the lab will hold them: rows are sparse until the
-    store fills in the defaults, so a missing `output` reads as "", `is_error` as False, `arguments`
-    is parsed from its JSON text, anything else missing is None."""
+    """Per tool-call step, the values of `fields` for comparing with what a test wrote. Adapter rows are
+    sparse (the store fills in defaults later): a missing `is_error` is False (the store's default), a
+    missing `output` compares as "" (the lab keeps it null), `arguments` is parsed from its JSON text, and
+    anything else missing is None."""
     missing = {"output": "", "is_error": False}
 
     def value(s: dict[str, Any], f: str) -> Any:
