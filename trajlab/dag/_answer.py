@@ -194,13 +194,13 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     for p in paths:
         if p[:2] in ("a/", "b/") and ("diff --git" in text or "+++ " in text):
             p = p[2:]  # git diff prefixes
-        w = b.find_writer(p, answer)
-        src = w[0] if w else b.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1]), p, answer)
+        w = b.ix.find_writer(p, answer)
+        src = w[0] if w else b.ix.find_latest(b.ix.reads.get(p.rsplit("/", 1)[-1]), p, answer)
         if src is not None:
             b.edge(src, answer, "answer", p, "answer-path")
             supported.append(p)
     for u in urls:
-        src = b.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
+        src = b.ix.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
         if src is not None and is_evidence(b, src):
             b.edge(src, answer, "answer", u, "answer-path")
             supported.append(u)

@@ -264,7 +264,7 @@ def find_retries(b: _Builder) -> dict[int, int]:
             pa = b.io[la].primary
             for c in actions[k + 1 : k + 11]:
                 nb = b.nodes[c]
-                if nb["tool"] in ("poll", "write_stdin") or not b.ok_src(a, c):
+                if nb["tool"] in ("poll", "write_stdin") or not b.ix.ok_src(a, c):
                     continue
                 pb = b.io[c].primary
                 same_input = pa is not None and pb is not None and same_file(pa, pb)
