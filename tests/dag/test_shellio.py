@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajlab.dag._shellio import fast_parse, patch_targets, shell_io
+from trajlab.dag._programs import patch_targets
+from trajlab.dag._shellio import fast_parse, shell_io
 from trajlab.normalize import PARALLEL_MAX_JOBS, parse_shell
 
 

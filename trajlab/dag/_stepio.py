@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from ._shellio import ShellIO, control_words, patch_targets, shell_io
+from ._programs import ShellIO, patch_targets
+from ._shellio import control_words, shell_io
 from ._tokens import code_io, is_pathlike, is_url, norm_path, scan, words
 
 PATH_KEYS = (
