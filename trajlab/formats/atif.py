@@ -4,7 +4,7 @@ A trial is `jobs/<job>/<trial>/{result.json, agent/trajectory.json, verifier/rew
 trajectory holds `steps[]` whose tool calls link to `observation.results[]` by `source_call_id`;
 terminus-2 writes one terminal screen per step with no `source_call_id`, so a result without an id
 goes to the step's calls by position (one screen for a batch of keystrokes goes to the last
-command). The reward is not in the trajectory: it comes from `result.json`
+command). The reward is not in the trajectory: it comes from `result.json` (`_harbor_trial`)
 (`verifier_result.rewards.reward`) or `verifier/reward.txt`.
 
 Linear-history runs split into `trajectory.cont-N.json` linked by `continued_trajectory_ref`; the
@@ -33,7 +33,7 @@ from ._base import (
     json_records,
     load_json,
 )
-from ._finish import outcome_from_reward
+from ._harbor_trial import read_trial, result_only, trial_dir
 from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
 from ._scan import through_last
 
@@ -65,13 +65,6 @@ def _main_of(path: Path) -> Path | None:
     """For a continuation or summarization segment, the trajectory file it belongs to."""
     m = re.match(r"^(.*)\.(?:cont-\d+|summarization-\d+-[^.]+)\.json$", path.name)
     return path.with_name(m.group(1) + ".json") if m else None
-
-
-def _trial_dir(traj: Path) -> Path | None:
-    """The Harbor trial folder of an `agent/trajectory.json`, when the layout is a trial's."""
-    if traj.parent.name == "agent" and (traj.parent.parent / "result.json").is_file():
-        return traj.parent.parent
-    return None
 
 
 def _exit_code(text: str | None) -> int | None:
@@ -147,7 +140,7 @@ class AtifAdapter(Adapter):
             ref = _inside(d, m.group(1).decode("utf-8", "replace"))
             if ref is not None and ref.is_file() and ref not in out:
                 out.append(ref)
-        trial = _trial_dir(path)
+        trial = trial_dir(path)
         if trial is not None:
             out.append(trial / "result.json")
             for p in (
@@ -170,7 +163,7 @@ class AtifAdapter(Adapter):
 
     def parse(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
         if unit.primary.name == "result.json" and not _ATIF_RE.search(head_bytes_of(unit.primary)):
-            yield from self._result_only(unit, ctx)
+            yield from result_only(unit, ctx)
             return
         doc = load_json(unit.primary, ctx)
         if doc is None:
@@ -225,9 +218,9 @@ class AtifAdapter(Adapter):
             meta["models"] = sorted(set(run.models))
         if doc.get("notes"):
             meta["notes"] = doc["notes"]
-        trial = _trial_dir(unit.primary)
+        trial = trial_dir(unit.primary)
         if trial is not None:
-            self._trial(trial, unit, ctx, t, meta, run.anomalies)
+            read_trial(trial, unit, ctx, t, meta, run.anomalies)
         t["metadata"] = meta
         t["anomalies"] = run.anomalies
         native = doc.get("session_id") if isinstance(doc.get("session_id"), str) else None
@@ -508,55 +501,6 @@ class AtifAdapter(Adapter):
             if (s.get("tool_name") or "") not in _TERMINAL_TOOLS:
                 run.anomalies.append(f"sub-agent {sid}: call without result {s.get('call_id')}")
 
-    # -- trial files ----------------------------------------------------------------------------
-
-    def _trial(
-        self,
-        trial: Path,
-        unit: SourceUnit,
-        ctx: ParseContext,
-        t: dict[str, Any],
-        meta: dict[str, Any],
-        anomalies: list[str],
-    ) -> None:
-        result_path = trial / "result.json"
-        res = load_json(result_path, ctx)
-        if isinstance(res, dict):
-            ctx.seen_ok()
-            _apply_result(res, t, meta)
-        elif res is not None:
-            ctx.quarantine(result_path, "result.json is not an object", "schema", raw_of_obj(res))
-        if t.get("reward") is None:
-            _apply_reward_txt(trial / "verifier" / "reward.txt", t, anomalies)
-        if t.get("reward") is None and not (trial / "verifier" / "reward.txt").is_file():
-            anomalies.append("no verifier reward (result.json without rewards, no verifier/reward.txt)")
-        native = [
-            p.name for p in unit.companions if p.name.endswith(".trajectory.json") or p.suffix == ".jsonl"
-        ]
-        if native:
-            meta["native_logs"] = native
-
-    def _result_only(self, unit: SourceUnit, ctx: ParseContext) -> Iterator[ParsedTrajectory]:
-        res = load_json(unit.primary, ctx)
-        if res is None:
-            return
-        if not isinstance(res, dict):
-            ctx.quarantine(unit.primary, "result.json is not an object", "schema", raw_of_obj(res))
-            return
-        ctx.seen_ok()
-        t: dict[str, Any] = {}
-        meta: dict[str, Any] = {}
-        anomalies = ["Harbor trial without agent/trajectory.json: outcome only, no steps"]
-        _apply_result(res, t, meta)
-        if t.get("reward") is None:
-            _apply_reward_txt(unit.primary.parent / "verifier" / "reward.txt", t, anomalies)
-        info = as_dict(res.get("agent_info"))
-        t["harness"] = as_str(info.get("name"))
-        t["runner_version"] = as_str(info.get("version"))
-        t["metadata"] = meta
-        t["anomalies"] = anomalies
-        yield ParsedTrajectory(t, [], native_key=as_id(res.get("id")) or as_id(res.get("trial_name")))
-
 
 def _is_atif(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("steps"), list)
@@ -613,58 +557,3 @@ def _final_answer(steps: list[dict[str, Any]]) -> str | None:
         if s.get("kind") == "assistant" and s.get("text"):
             return s["text"]
     return None
-
-
-def _apply_result(res: dict[str, Any], t: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Map a Harbor TrialResult onto the trajectory row."""
-    rewards = as_dict(as_dict(res.get("verifier_result")).get("rewards"))
-    reward = rewards.get("reward")
-    key = "reward"
-    if reward is None and len(rewards) == 1:
-        key, reward = next(iter(rewards.items()))
-    if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-        t["reward"] = float(reward)
-        t["outcome"] = outcome_from_reward(float(reward))
-        t["outcome_source"] = f"result.json:verifier_result.rewards.{key}"
-    if len(rewards) > 1:
-        meta["rewards"] = rewards
-    exc = res.get("exception_info")
-    if isinstance(exc, dict) and (exc.get("exception_type") or exc.get("exception_message")):
-        t["exit_status"] = as_str(exc.get("exception_type")) or "error"
-        t["error"] = as_str(exc.get("exception_message")) or as_str(exc.get("exception_type"))
-    t["task_id"] = as_str(res.get("task_name")) or t.get("task_id")
-    if not t.get("model"):  # a trajectory without agent.model_name or step models: the trial's agent
-        t["model"] = as_str(as_dict(as_dict(res.get("agent_info")).get("model_info")).get("name"))
-    src = res.get("source")
-    if isinstance(src, str) and src:
-        t["benchmark"] = src
-    t["started_at"] = res.get("started_at")
-    t["ended_at"] = res.get("finished_at")
-    ar = as_dict(res.get("agent_result"))
-    for tk, rk in (
-        ("input_tokens", "n_input_tokens"),
-        ("output_tokens", "n_output_tokens"),
-        ("cached_tokens", "n_cache_tokens"),
-    ):
-        if t.get(tk) is None and as_int(ar.get(rk)) is not None:
-            t[tk] = ar[rk]
-    if t.get("cost_usd") is None and as_num(ar.get("cost_usd")) is not None:
-        t["cost_usd"] = as_num(ar["cost_usd"])
-    for k in ("trial_name", "id", "trial_uri"):
-        if res.get(k):
-            meta[k] = res[k]
-
-
-def _apply_reward_txt(path: Path, t: dict[str, Any], anomalies: list[str]) -> None:
-    try:
-        text = path.read_bytes().decode("utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return
-    try:
-        reward = float(text.split()[0])
-    except (ValueError, IndexError):
-        anomalies.append(f"verifier/reward.txt is not a number: {text[:40]!r}")
-        return
-    t["reward"] = reward
-    t["outcome"] = outcome_from_reward(reward)
-    t["outcome_source"] = "verifier/reward.txt"
