@@ -59,6 +59,20 @@ if mode.endswith(":1cpu"):  # confined to one CPU, its threads too: the one-core
     mode = mode[: -len(":1cpu")]
 files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
 out = {"mode": mode}
+def warm():
+    # every import before the clocks start (parse needs only orjson): pyarrow imports pandas lazily on
+    # its first `pa.array` (0.24 s, inside the ingest clocks before 2026-12-04, while the naive baseline
+    # imported pandas before its clock), pandas imports pyarrow.parquet on its first to_parquet, and
+    # the adapters load through their plugin hooks on first use
+    import pandas  # noqa: F401
+    import pyarrow as pa
+    import pyarrow.parquet  # noqa: F401  (pandas' to_parquet imports it on its first call)
+    pa.array([0])
+    try:
+        from trajlab.formats import adapters
+        adapters()
+    except ImportError:  # an older revision (ingest-N@REV)
+        pass
 def two_at_once(work):
     # work(half, i) in this process and in a forked one at once, on halves of the bytes (biggest files
     # first, each to the lighter half); returns both JSON results and starts the clocks (t0, c0)
@@ -97,6 +111,7 @@ if mode in ("parse", "parse-2"):
 elif mode == "naive":
     import json as js
     import pandas as pd
+    warm()
     os.makedirs(scratch, exist_ok=True)
     t0 = time.perf_counter(); c0 = time.process_time(); n = 0
     for i, f in enumerate(files):
@@ -112,6 +127,7 @@ elif mode == "ingest-1x2":
     # the 2-process ceiling of the ingest's own work: two independent single-process ingests at once,
     # each of half the bytes into its own lab (split as for parse-2); no pool, no shared commit
     from trajlab.ingest import ingest
+    warm()
     def one(half, i):
         rep = ingest(half, os.path.join(scratch, "ab"[i]), workers=1, progress=False)
         return [rep.records_seen, rep.totals.steps]
@@ -123,6 +139,7 @@ else:
     from trajlab.ingest import ingest
     out["trajlab"] = os.path.dirname(trajlab.__file__)  # which code was measured
     workers = int(mode.split("@")[0].split("-")[1])
+    warm()
     t0 = time.perf_counter(); c0 = time.process_time()
     rep = ingest([corpus], scratch, workers=workers, progress=False)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -379,6 +396,20 @@ def main() -> None:
         cpu_ratios["ingest-1 / parse-only"] = summary["ingest-1"]["mb_cpu_s"] / summary["parse"]["mb_cpu_s"]
     if "ingest-1" in summary and "naive" in summary:
         cpu_ratios["ingest-1 / naive"] = summary["ingest-1"]["mb_cpu_s"] / summary["naive"]["mb_cpu_s"]
+    # The same ratios round by round (the two runs of a round are at most a few runs apart): on a
+    # machine whose speed drifts during the benchmark, the median of these paired ratios is steadier
+    # than the ratio of the two medians, which may come from different rounds.
+    paired = {}
+    for fast, base, name in (
+        ("ingest-1", "parse", "ingest-1 / parse-only"),
+        ("ingest-1", "naive", "ingest-1 / naive"),
+        ("ingest-2", "naive", "ingest-2 / naive"),
+        ("ingest-2", "ingest-1:1cpu", "speed-up 1 CPU -> 2 CPUs: ingest-2 / ingest-1:1cpu"),
+        ("ingest-2", "ingest-1x2", "2-worker speed-up / ingest ceiling"),
+    ):
+        if fast in results and base in results:
+            per = [b["seconds"] / f["seconds"] for f, b in zip(results[fast], results[base])]
+            paired[name] = {"median": statistics.median(per), "min": min(per), "max": max(per), "all": per}
     ing = results.get("ingest-1") or results.get("ingest-2") or []
     if ing:
         info.update(
@@ -418,10 +449,20 @@ def main() -> None:
         print(f"- {k}: {v:.2f}x")
     for k, v in cpu_ratios.items():
         print(f"- {k} (CPU time): {v:.2f}x")
+    for k, v in paired.items():
+        each = ", ".join(f"{x:.2f}" for x in v["all"])
+        print(f"- {k}, paired by round: median {v['median']:.2f}x ({each})")
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(
         json.dumps(
-            {"info": info, "summary": summary, "ratios": ratios, "cpu_ratios": cpu_ratios, "runs": results},
+            {
+                "info": info,
+                "summary": summary,
+                "ratios": ratios,
+                "cpu_ratios": cpu_ratios,
+                "paired_ratios": paired,
+                "runs": results,
+            },
             indent=1,
         )
     )
