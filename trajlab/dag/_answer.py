@@ -138,8 +138,7 @@ def _derived(b: _Builder, answer: int, targets: list[str]) -> dict[str, tuple[in
         )
         if len(found_here) > DERIVED_MAX_PER_OUTPUT:
             continue  # a metadata dump (ffprobe, logs): too many numbers to tell a result from noise
-        found_here = [m.group() for m in found_here]
-        for v in found_here:
+        for v in [m.group() for m in found_here]:
             x = _number(v)
             if x is not None and x not in nums and len(nums) < DERIVED_MAX_NUMBERS:
                 nums[x] = i
@@ -187,8 +186,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
             unsupported.append(v)
     if unsupported:
         for v, srcs in _derived(b, answer, unsupported).items():
-            for src in srcs:
-                b.edge(src, answer, "answer", f"value:{v}", "answer-derived")
+            for j in srcs:
+                b.edge(j, answer, "answer", f"value:{v}", "answer-derived")
             supported.append(v)
             unsupported.remove(v)
     for p in paths:

@@ -67,6 +67,19 @@ _MAX_ARTIFACTS = 50
 
 
 class _Builder:
+    # Set by `_structure.structure` (first thing in `run`) and `_structure.poll_chains` (chain_end,
+    # origin_of: after pass 2). Declared for the type checker only: no class attributes are created.
+    agent_steps: defaultdict[str, list[int]]  # agent -> its steps, in step order
+    depth: dict[str, int]  # agent -> its depth
+    parent: dict[str, int | None]  # agent -> the step that spawned it
+    root: str  # the root agent
+    peers: set[str]  # agents that take turns with the root in one conversation
+    main_thread: list[int]  # the steps of the root and its peers, in step order
+    call_node: dict[str, int]  # call id -> its (first) tool call step
+    children: defaultdict[int, list[str]]  # spawning step -> the agents it spawned
+    chain_end: dict[int, int]  # command (and each poll) -> its last poll
+    origin_of: dict[int, int]  # poll -> the command it polls
+
     def __init__(self, trajectory: dict[str, Any], steps: list[dict[str, Any]]):
         self.t = trajectory
         self.tid = trajectory.get("trajectory_id") or (steps[0].get("trajectory_id") if steps else "") or ""
@@ -387,10 +400,10 @@ class _Builder:
             r = self.ix.find_latest(ix.reads.get(basename(path)), path, node)
             if r is not None:
                 self.edge(r, node, typ, path, "read-before-edit")
-        for w in io.words:
-            src = self.ix.find_latest(ix.dirs.get(basename(w)), w, node)
+        for word in io.words:
+            src = self.ix.find_latest(ix.dirs.get(basename(word)), word, node)
             if src is not None:
-                self.edge(src, node, typ, w, "dir-contents")
+                self.edge(src, node, typ, word, "dir-contents")
         for u in io.urls:
             src = self.ix.latest(ix.urls.get(u.rstrip("/"), []), node)
             if src is not None:

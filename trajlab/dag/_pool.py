@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -107,7 +107,7 @@ def run_tasks(
     generation: int,
     pool: ProcessPoolExecutor | None,
     batch_size: int = 16_384,
-) -> Iterator[TaskResult]:
+) -> Generator[TaskResult, None, None]:
     """Results in task order. Every task is submitted at once (a task is a few ids and row group
     numbers, a result a few part paths), so a slow task never leaves a worker idle.
 

@@ -326,4 +326,4 @@ def _changes(io: StepIO, metadata: str | None) -> None:
 
 
 def _attach_primary(io: StepIO) -> None:
-    io.primary = (io.consumed or io.edits or io.urls or io.scripts or [None])[0]
+    io.primary = (io.consumed or io.edits or io.urls or io.scripts or (None,))[0]

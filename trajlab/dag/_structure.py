@@ -57,9 +57,9 @@ def prepare(b: _Builder, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def structure(b: _Builder) -> None:
     """Agents, their spawning steps and parallel batches (before any edge is drawn)."""
-    b.agent_steps: dict[str, list[int]] = defaultdict(list)
-    b.depth: dict[str, int] = {}
-    b.parent: dict[str, int | None] = {}
+    b.agent_steps = defaultdict(list)
+    b.depth = {}
+    b.parent = {}
     usage: dict[str, bool] = defaultdict(bool)
     calls: dict[str, list[int]] = defaultdict(list)
     for s in b.steps:
@@ -77,10 +77,8 @@ def structure(b: _Builder) -> None:
     # Peers: agents of a multi-agent conversation (Who&When, AutoGen) at the root's depth that nobody
     # spawned. They take turns in one conversation with the root: one thread, not sub-agents.
     top = b.depth.get(b.root, 0)
-    b.peers: set[str] = {
-        a for a in b.agent_steps if a != b.root and b.parent[a] is None and b.depth[a] <= top
-    }
-    b.main_thread: list[int] = (
+    b.peers = {a for a in b.agent_steps if a != b.root and b.parent[a] is None and b.depth[a] <= top}
+    b.main_thread = (
         sorted(i for a in (b.root, *b.peers) for i in b.agent_steps.get(a, ()))
         if b.peers
         else b.agent_steps.get(b.root, [])
@@ -89,7 +87,7 @@ def structure(b: _Builder) -> None:
         if len(idxs) > 1:
             b.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
     b.call_node = {cid: idxs[0] for cid, idxs in calls.items()}
-    b.children: dict[int, list[str]] = defaultdict(list)
+    b.children = defaultdict(list)
     for a, p in b.parent.items():
         if p is not None and a != b.root:
             b.children[p].append(a)
@@ -106,8 +104,8 @@ def structure(b: _Builder) -> None:
 
 def poll_chains(b: _Builder) -> None:
     """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
-    b.chain_end: dict[int, int] = {}  # command (and each poll) -> its last poll
-    b.origin_of: dict[int, int] = {}  # poll -> the command it polls
+    b.chain_end = {}  # command (and each poll) -> its last poll
+    b.origin_of = {}  # poll -> the command it polls
     for origin in b.polled:
         if origin in b.origin_of:
             continue
