@@ -193,7 +193,7 @@ def run_demo(
         # person opening the dashboard still finds every failure in their queue (with 1, nothing is left).
         reviewers = 2
         app = create_app(lab_path, annotations=out / "annotations", dataset="examples", reviewers=reviewers)
-        ctx = app.trajlab  # type: ignore[attr-defined]
+        ctx = app.trajlab
         checks = check_pages(ctx, trajectories=3)
         bad = [c for c in checks if not c.ok]
         queue = ReviewQueue(

@@ -244,3 +244,15 @@ def test_corpus_sniff_claims_only_own_files(corpus_dir):
 @pytest.mark.parametrize("name", ["omni_eval_log.json"])
 def test_wrong_types_never_break_a_file(tmp_path, name):
     check_wrong_types("inspect-json", FIX / name, tmp_path)
+
+
+def test_unnamed_score_without_a_value_does_not_fail_the_file(tmp_path):
+    # a scorer named "" with no numeric value: no outcome source, so no score explanation either
+    # (this used to index the missing source and fail the whole log)
+    scores = {"": {"value": {"a": 1}, "explanation": "why"}}
+    log = {**LOG, "samples": [{**LOG["samples"][1], "scores": scores}]}
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(log, indent=1))
+    [(t, _)], ctx = parse(p, "inspect-json")
+    assert t["outcome"] == "unknown" and t["outcome_source"] is None and not ctx.quarantined
+    assert "score_explanation" not in json.loads(t["metadata"])

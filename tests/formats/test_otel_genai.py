@@ -126,6 +126,33 @@ def test_content_not_recorded_still_keeps_the_call(tmp_path):
     assert steps[0]["input_tokens"] == 7 and t["model"] == "m"
 
 
+def test_openinference_text_part_that_is_not_a_string(tmp_path):
+    # `message.contents` text parts are flattened like any content (a number used to fail the file)
+    p = tmp_path / "spans.json"
+    prefix = "llm.input_messages.0.message.contents"
+    span = {
+        "spanContext": {"traceId": "ab" * 16, "spanId": "cd" * 8},
+        "name": "llm",
+        "attributes": {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "m",
+            "llm.input_messages.0.message.role": "user",
+            f"{prefix}.0.message_content.type": "text",
+            f"{prefix}.0.message_content.text": 42,
+            f"{prefix}.1.message_content.type": "text",
+            f"{prefix}.1.message_content.text": "frames?",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": "12",
+        },
+        "startTime": [1, 0],
+        "endTime": [2, 0],
+    }
+    p.write_text(json.dumps([span]))
+    [(_, steps)], ctx = parse(p)
+    assert kinds(steps) == ["user", "assistant"] and not ctx.quarantined
+    assert steps[0]["text"] == "42\nframes?" and steps[1]["text"] == "12"
+
+
 def test_sniff():
     a = get_adapter("otel-genai")
     for f in FIX.iterdir():

@@ -46,6 +46,6 @@ def guard_stdout() -> None:
     """Wrap sys.stdout and sys.stderr in TerminalSafe where they are a terminal (once)."""
     out, err = sys.stdout, sys.stderr
     if out is not None and not isinstance(out, TerminalSafe) and out.isatty():
-        sys.stdout = TerminalSafe(out)  # type: ignore[assignment]
+        sys.stdout = TerminalSafe(out)
     if err is not None and not isinstance(err, TerminalSafe) and err.isatty():
-        sys.stderr = TerminalSafe(err, keep_cr=True)  # type: ignore[assignment]
+        sys.stderr = TerminalSafe(err, keep_cr=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from functools import partial
 from pathlib import Path
 
 import click
@@ -63,9 +64,7 @@ def _report(
         if out:
             p = Path(out)
             target = p.with_name(p.stem + suffix + p.suffix) if suffix else p
-            write_out(
-                target, lambda r=r, target=target: r.write(target, None if fmt == "table" else fmt), lab
-            )
+            write_out(target, partial(r.write, target, None if fmt == "table" else fmt), lab)
             click.echo(f"wrote {r.num_rows} rows to {target}")
             continue
         if fmt == "parquet":

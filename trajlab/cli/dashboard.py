@@ -90,7 +90,7 @@ def dash_cmd(
         reviewers=reviewers,
         redact=not show_secrets,
     )
-    ctx = app.trajlab  # type: ignore[attr-defined]
+    ctx = app.trajlab
     snap = ctx.source.snapshot()
     n = snap.cursor().execute("SELECT count(*) FROM runs").fetchone()[0]
     click.echo(f"lab {ctx.source.lab.root}: {n:,} trajectories (runs index built in {snap.built_s:.2f}s)")

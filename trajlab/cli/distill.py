@@ -194,7 +194,7 @@ def distill_cmd(
     click.echo(res.format())
     if client is not None:
         click.echo(f"LLM: {client.requests} requests, {client.cached} cached answers")
-    if ground_truth:
+    if truth_rows is not None:  # (--ground-truth given)
         from ..store import Lab
 
         the_lab = Lab.open(res.lab)

@@ -59,7 +59,7 @@ _COMMON = [
 ]
 
 
-def _common(fn):  # type: ignore[no-untyped-def]
+def _common(fn):
     for deco in reversed(_COMMON):
         fn = deco(fn)
     return fn

@@ -215,7 +215,7 @@ class CallLinker:
 
     def result(
         self, call_id: str | None, orphan: dict[str, Any] | None = None, **fields: Any
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any]:
         """Attach result fields to the call; an unknown id becomes a `tool_result` step (orphan)."""
         step = self.get(call_id)
         if step is None:

@@ -168,11 +168,11 @@ def finish_trajectory(
                     tok[k] += v
                     tok_seen[k] = True
     if defaults:
-        for k, v in defaults.items():
-            if k == "tags":
+        for key, v in defaults.items():
+            if key == "tags":
                 t["tags"] = sorted({*(t.get("tags") or []), *v})
-            elif t.get(k) is None and v is not None:
-                t[k] = v
+            elif t.get(key) is None and v is not None:
+                t[key] = v
     t["schema_version"] = SCHEMA_VERSION
     t["trajectory_id"] = tid
     t["runner"] = runner
@@ -200,9 +200,9 @@ def finish_trajectory(
     ):
         total = (t.get("input_tokens") or 0) + (t.get("output_tokens") or 0)
         t["total_tokens"] = total if total <= _INT64_MAX else None
-    for k in ("started_at", "ended_at"):
-        if t.get(k) is not None and not isinstance(t[k], datetime):
-            t[k] = parse_ts(t[k])
+    for key in ("started_at", "ended_at"):
+        if t.get(key) is not None and not isinstance(t[key], datetime):
+            t[key] = parse_ts(t[key])
     if t.get("started_at") is None:
         t["started_at"] = first_ts
     if t.get("ended_at") is None:

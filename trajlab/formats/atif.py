@@ -156,8 +156,7 @@ class AtifAdapter(Adapter):
             out += sorted(p for p in agent.glob("*.trajectory.json") if p != path)
             out += sorted(agent.glob("episode-*/debug.json"))
             out += sorted((agent / "sessions").rglob("*.jsonl")) if (agent / "sessions").is_dir() else []
-        seen: set[Path] = set()
-        return [p for p in out if not (p in seen or seen.add(p))]
+        return list(dict.fromkeys(out))  # without repeats, in order
 
     # -- parsing --------------------------------------------------------------------------------
 

@@ -288,7 +288,8 @@ class _Conversation:
         if thinks:
             self.steps.append({**base, "kind": "reasoning", "text": "\n".join(t.strip() for t in thinks)})
             body = (_THINK_RE.sub("", body[:end]) + body[end:]).strip()
-        calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+        tool_calls = m.get("tool_calls")
+        calls = tool_calls if isinstance(tool_calls, list) else []
         parsed = None if calls or m.get("function_call") else self._embedded(body)
         if body:
             step = {**base, "kind": "assistant", "text": body}
@@ -298,7 +299,8 @@ class _Conversation:
         for c in calls:
             if not isinstance(c, dict):
                 continue
-            fn = c.get("function") if isinstance(c.get("function"), dict) else c
+            func = c.get("function")
+            fn = func if isinstance(func, dict) else c
             step = {
                 **base,
                 "kind": "tool_call",

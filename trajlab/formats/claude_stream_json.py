@@ -173,7 +173,7 @@ class ClaudeStreamJsonAdapter(Adapter):
         """Read one line into the session; the reason when the line cannot be used."""
         typ = d.get("type")
         parent = _sid(d.get("parent_tool_use_id"))
-        agent = s.agent_of_call.get(parent) or (f"task-{parent[-8:]}" if parent else "main")
+        agent = (s.agent_of_call.get(parent) or f"task-{parent[-8:]}") if parent else "main"
         base: dict[str, Any] = {"agent_id": agent, "depth": 1 if parent else 0, "source_line": line}
         if parent:
             spawn = s.link.get(parent)
@@ -273,7 +273,7 @@ class ClaudeStreamJsonAdapter(Adapter):
                 continue
             if model and base["depth"]:
                 step["model"] = model
-            if first and usage:
+            if first and usage and mid:  # (`first` implies `mid`)
                 step.update(_usage_tokens(usage))
                 s.usage_step[mid] = step
                 first = False
@@ -328,7 +328,8 @@ class ClaudeStreamJsonAdapter(Adapter):
             return
         et = ev.get("type")
         if et == "message_start":
-            msg = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+            m = ev.get("message")
+            msg = m if isinstance(m, dict) else {}
             mid = _sid(msg.get("id"))
             if mid:
                 s.current_partial = mid
@@ -344,16 +345,19 @@ class ClaudeStreamJsonAdapter(Adapter):
             cur["content"].append(block)
         elif et == "content_block_delta" and cur["content"]:
             block = cur["content"][-1]
-            delta = ev.get("delta") if isinstance(ev.get("delta"), dict) else {}
-            field = _DELTA_FIELDS.get(delta.get("type")) if isinstance(delta.get("type"), str) else None
+            dv = ev.get("delta")
+            delta = dv if isinstance(dv, dict) else {}
+            dtype = delta.get("type")
+            field = _DELTA_FIELDS.get(dtype) if isinstance(dtype, str) else None
             if field is not None and isinstance(delta.get(field[0]), str):
                 prev = block.get(field[1])
                 block[field[1]] = (prev if isinstance(prev, str) else "") + delta[field[0]]
         elif et == "message_delta":
             usage = ev.get("usage")
             if isinstance(usage, dict):
-                prev = cur.get("usage") if isinstance(cur.get("usage"), dict) else {}
-                cur["usage"] = {**prev, **usage}
+                pu = cur.get("usage")
+                prev_usage = pu if isinstance(pu, dict) else {}
+                cur["usage"] = {**prev_usage, **usage}
         elif et == "message_stop":
             cur["_stopped"] = True
             s.current_partial = None

@@ -454,8 +454,11 @@ class _InspectBase(Adapter):
         meta["epoch"] = epoch
         if scores:
             meta["scores"] = {n: (v.get("value") if isinstance(v, dict) else v) for n, v in scores.items()}
-            if isinstance(scores.get(source[7:] if source else ""), dict):
-                meta["score_explanation"] = scores[source[7:]].get("explanation")
+            # (the score `source` names; none when no score had a value: a scorer named "" used to
+            # fail the file here)
+            explained = scores.get(source[7:]) if source else None
+            if isinstance(explained, dict):
+                meta["score_explanation"] = explained.get("explanation")
         if s.get("metadata"):
             meta["sample_metadata"] = s["metadata"]
         solvers = [st.get("solver") for st in _l(_d(header.get("plan")).get("steps")) if isinstance(st, dict)]

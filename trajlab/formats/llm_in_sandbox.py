@@ -194,7 +194,8 @@ def _steps(
     user = first.get("user") or as_text(problem)
     if user:
         steps.append({"kind": "user", "role": "user", "text": user})
-    records = json_records(path, ctx, items) if count and path else enumerate(items)
+    # Records (counted, rejectable) or (index, item) pairs
+    records: Iterator[Any] = json_records(path, ctx, items) if count and path else enumerate(items)
     for rec in records:
         idx, st = (rec.line, rec.obj) if count and path else rec
         if not isinstance(st, dict):

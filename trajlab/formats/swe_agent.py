@@ -359,12 +359,13 @@ class SweAgentAdapter(Adapter):
     def _trajectory_only(
         self, path: Path, ctx: ParseContext, traj: list[Any], steps: list[dict[str, Any]], link: CallLinker
     ) -> None:
-        for rec in json_records(path, ctx, traj):
+        # json_records numbers the records 0, 1, ... (rec.line == i; typed `int | None` on Record)
+        for i, rec in enumerate(json_records(path, ctx, traj)):
             e = rec.obj
             if not isinstance(e, dict):
                 ctx.reject(rec, f"trajectory[{rec.line}]: expected an object")
                 continue
-            _entry_steps(e, {"source_line": rec.line}, f"action-{rec.line + 1}", steps, link)
+            _entry_steps(e, {"source_line": rec.line}, f"action-{i + 1}", steps, link)
 
 
 def _entry_steps(
@@ -417,8 +418,9 @@ def _merge_trajectory(
     entries = [e for e in entries if isinstance(e, dict)]
     mismatched = 0
     for cs, e in zip(calls, entries):
-        meta = cs.get("metadata") if isinstance(cs.get("metadata"), dict) else {}
-        args = cs.get("arguments") if isinstance(cs.get("arguments"), dict) else {}
+        m, a = cs.get("metadata"), cs.get("arguments")
+        meta = m if isinstance(m, dict) else {}
+        args = a if isinstance(a, dict) else {}
         action = meta.get("action") or args.get("command")
         if action is not None and _norm(action) != _norm(e.get("action")):
             mismatched += 1

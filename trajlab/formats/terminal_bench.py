@@ -389,7 +389,8 @@ def _call_step(line: int, keys: list[str], info: dict[str, Any], agent_name: str
 
 
 def _verifier_step(d: Path, res: dict[str, Any], test_cmds: list[tuple[int, list[str]]]) -> dict[str, Any]:
-    pr = res.get("parser_results") if isinstance(res.get("parser_results"), dict) else {}
+    parser_results = res.get("parser_results")
+    pr = parser_results if isinstance(parser_results, dict) else {}
     lines = [f"{k}: {v}" for k, v in pr.items()]
     pane = d / "panes" / "post-test.txt"
     log = d / "sessions" / "tests.log"

@@ -68,7 +68,8 @@ _FILE_ERROR_HEAD = 1000
 def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
     """(agent id, what) from a message: `name` when present, else the role with `(thought)` etc. split off."""
     name = msg.get("name")
-    role = msg.get("role") if isinstance(msg.get("role"), str) else ""
+    r = msg.get("role")
+    role = r if isinstance(r, str) else ""
     if isinstance(name, str) and name:
         return name, None
     m = _ROLE_AGENT_RE.match(role)

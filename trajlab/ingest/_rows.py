@@ -12,7 +12,7 @@ Unknown columns are a bug of the adapter, not of the data: they still fail the u
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +67,7 @@ def _repair(
 
 
 def convert_rows(
-    rows: list[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]
+    rows: Sequence[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]
 ) -> tuple[pa.Table, list[RowProblem]]:
     """`rows_to_table`, except that rows that do not convert are repaired or dropped and reported."""
     try:
@@ -79,7 +79,7 @@ def convert_rows(
     tables: list[pa.Table] = []
     problems: list[RowProblem] = []
 
-    def split(part: list[Mapping[str, Any]], err: SchemaError) -> None:
+    def split(part: Sequence[Mapping[str, Any]], err: SchemaError) -> None:
         if len(part) == 1:
             table, problem = _repair(part[0], schema, defaults, err)
             if table is not None:

@@ -13,12 +13,12 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -39,6 +39,9 @@ from ._worker import (
     parse_batch,
     parse_batches_inline,
 )
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
 
 BATCH_BYTES = 48 << 20
 MIN_BATCH_BYTES = 1 << 20
@@ -87,6 +90,7 @@ def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> ProcessPoolExe
     (A ProcessPoolExecutor, not a multiprocessing.Pool: when a worker dies, a Pool replaces it and
     waits forever for the batch it lost; the executor fails every batch with BrokenProcessPool.)"""
     methods = mp.get_all_start_methods()
+    ctx: BaseContext
     if "fork" in methods and sys.version_info < (3, 12):
         ctx = mp.get_context("fork")
     elif "forkserver" in methods:
@@ -99,7 +103,7 @@ def _pool(n_workers: int, defaults: dict[str, Any], meta: Any) -> ProcessPoolExe
     )
 
 
-def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Iterator[BatchResult]:
+def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Generator[BatchResult, None, None]:
     """`parse_batch` of every job in the workers, results as they finish. If anything fails (a batch,
     the caller, Ctrl-C), the batches not started are cancelled and the running ones are waited for
     before the error goes on: the transaction then removes its staging folder, and no worker may

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -107,7 +107,9 @@ def parse_batch(args: tuple[list[SourceUnit], str, int]) -> BatchResult:
     return result
 
 
-def parse_batches_inline(jobs: Iterable[tuple[list[SourceUnit], str, int]]) -> Iterator[BatchResult]:
+def parse_batches_inline(
+    jobs: Iterable[tuple[list[SourceUnit], str, int]],
+) -> Generator[BatchResult, None, None]:
     """`parse_batch` of each job in this process (one worker), in order; the last row groups of a batch
     are encoded and its parts fsynced on its writer thread while the next batch is parsed, instead of
     the parsing waiting for them (Parquet encoding, LZ4 and fsync release the GIL)."""

@@ -320,7 +320,9 @@ def _claim_hits(view: TrajectoryView) -> list[Hit]:
         if not isinstance(c, dict) or c.get("signal") != "unevidenced_origin":
             continue
         idx, term = c.get("step_index"), c.get("term")
-        step = by_idx.get(idx) if isinstance(idx, int) else None
+        if not isinstance(idx, int):
+            continue
+        step = by_idx.get(idx)
         if step is None or not isinstance(term, str) or not term:
             continue
         text = str(step.get("text") or "")

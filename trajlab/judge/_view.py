@@ -163,7 +163,7 @@ def ensure_dag(view: TrajectoryView) -> TrajectoryView:
 
 def _build_in_memory(view: TrajectoryView) -> None:
     try:
-        from ..dag import build_dag  # type: ignore[attr-defined]
+        from ..dag import build_dag
     except ImportError:
         return
     try:

@@ -58,4 +58,4 @@ class HidingLab(Lab):
     @contextmanager
     def write(self, operation: str, wait_s: float | None = None) -> Iterator[Transaction]:
         self._refuse(operation)
-        yield  # type: ignore[misc]  # pragma: no cover
+        yield  # pragma: no cover

@@ -193,7 +193,7 @@ class Lab:
         files = [str(f) for f in self.files(table)]
         return ds.dataset(files, schema=schema, format="parquet")
 
-    def _retrying(self, fn, table: str):  # type: ignore[no-untyped-def]
+    def _retrying(self, fn, table: str):
         """Run a read; if a concurrent writer removed a part we were about to read, reload and retry.
         A part that stays missing or cannot be read is a LabError naming the table (and pyarrow's the file)."""
         for attempt in range(5):

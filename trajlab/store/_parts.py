@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
@@ -74,7 +74,9 @@ def _loose_struct(schema: pa.Schema) -> pa.StructType:
     return pa.struct([f.with_nullable(True) for f in schema])
 
 
-def rows_to_table(rows: list[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]) -> pa.Table:
+def rows_to_table(
+    rows: Sequence[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]
+) -> pa.Table:
     """Columnar conversion of sparse row dicts; missing or None values of non-nullable columns get defaults.
 
     The dicts are read row by row in C++ (one struct conversion), several times faster than building
@@ -122,7 +124,7 @@ def _utf8_row(r: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _rows_to_table_by_column(
-    rows: list[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]
+    rows: Sequence[Mapping[str, Any]], schema: pa.Schema, defaults: Mapping[str, Any]
 ) -> pa.Table:
     cols = []
     for f in schema:

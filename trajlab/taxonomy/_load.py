@@ -26,7 +26,7 @@ class _DupKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             try:
                 dup = key in seen
             except TypeError:
@@ -44,7 +44,7 @@ def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[str, int]]
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
     return data, node, loader.duplicates
 
 

@@ -217,7 +217,7 @@ def cross_ref_problems(categories: list[Any]) -> list[tuple[tuple[Any, ...], str
                 out.append((loc, f"unknown category {versus!r}; known: {', '.join(sorted(ids))}"))
         # free-text rules name the category a case goes to as `-> category_id`: a misspelt id there
         # would send the judge to a category that does not exist
-        texts = [
+        texts: list[tuple[tuple[Any, ...], Any]] = [
             (("categories", i, "decision_rules", k), r) for k, r in enumerate(c.get("decision_rules") or [])
         ]
         texts += [

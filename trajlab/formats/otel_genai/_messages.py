@@ -104,12 +104,13 @@ def _openinference(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         msg = _msg(g.get("message.role"))
         text = as_text(g.get("message.content"))
         if not text:
+            # as_text: a text part that is not a string (a number, a list) must not fail the file
             parts = [
-                c.get("message_content.text")
+                as_text(c.get("message_content.text"))
                 for c in _indexed(g, "message.contents")
                 if c.get("message_content.type") in (None, "text") and c.get("message_content.text")
             ]
-            text = "\n".join(parts) or None
+            text = "\n".join(p for p in parts if p) or None
         if msg["role"] == "tool" and g.get("message.tool_call_id"):
             msg["results"].append((g["message.tool_call_id"], text, g.get("message.name")))
         elif text:

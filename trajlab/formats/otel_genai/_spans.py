@@ -127,7 +127,8 @@ def _span(
     sp.start = _ns(d.get("startTimeUnixNano") or d.get("startTime") or d.get("start_time"))
     sp.end = _ns(d.get("endTimeUnixNano") or d.get("endTime") or d.get("end_time")) or sp.start
     sp.error = _status_error(d.get("status"))
-    sp.events = d.get("events") if isinstance(d.get("events"), list) else []
+    events = d.get("events")
+    sp.events = events if isinstance(events, list) else []
     res = d.get("resource")
     sp.resource = resource or (_kv(res.get("attributes")) if isinstance(res, dict) else {})
     lib = _dict(d.get("instrumentationScope")) or _dict(d.get("instrumentationLibrary"))
