@@ -130,7 +130,9 @@ def step_funnel(lab: LabLike, by: str | Iterable[str] = (), bins: int = 10) -> A
     def missing(f: LabFacts) -> list[str]:
         return f.missing_basics() or ([] if f.n_tool_errors else ["no tool errors"])
 
-    res = _run(lab, "funnel", by, {"bins": bins}, missing, skip_if=lambda m: m and m != ["no tool errors"])
+    res = _run(
+        lab, "funnel", by, {"bins": bins}, missing, skip_if=lambda m: bool(m) and m != ["no tool errors"]
+    )
     res.extras["recovery"] = error_recovery(lab, by)
     return res
 

@@ -158,7 +158,8 @@ def parse_value(raw: str) -> Any:
 
 
 def parse_header(name: str, path: Path, text: str) -> AnalysisInfo:
-    title, kind, by = name, "analysis", ()
+    title, kind = name, "analysis"
+    by: tuple[str, ...] = ()
     params: dict[str, Any] = {}
     docs: dict[str, str] = {}
     desc: list[str] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -239,7 +239,8 @@ def _groups(table: pa.Table, cols: tuple[str, ...]) -> list[tuple[tuple[Any, ...
         return [((), np.arange(table.num_rows))]
     import polars as pl
 
-    df = pl.from_arrow(table.select(list(cols))).with_row_index("_row")
+    # from_arrow of a Table is a DataFrame (a Series only for an Array)
+    df = cast("pl.DataFrame", pl.from_arrow(table.select(list(cols)))).with_row_index("_row")
     grouped = (
         df.group_by(list(cols), maintain_order=True).agg(pl.col("_row")).sort(list(cols), nulls_last=True)
     )

@@ -128,7 +128,8 @@ def lab_facts(lab: LabLike) -> LabFacts:
             raise LabError(f"{lab.root}: DuckDB could not read the lab's steps or trajectories: {e}") from e
         assert row is not None
         labels = {src: lab.rows(table) for src, table in LABEL_TABLES.items()}
-        memo["facts"] = LabFacts(*(int(v or 0) for v in row), labels=labels)
+        n, ok, failed, tokens, calls, errors, media = (int(v or 0) for v in row)  # _facts_row's 7 columns
+        memo["facts"] = LabFacts(n, ok, failed, tokens, calls, errors, media, labels=labels)
     return memo["facts"]
 
 

@@ -55,7 +55,9 @@ def _design(counts: sp.spmatrix | np.ndarray) -> sp.csc_matrix | np.ndarray:
 
     n, k = counts.shape
     if isinstance(counts, np.ndarray) or n * (2 * k + 1) <= _DENSE_CELLS:
-        c = np.asarray(counts.toarray() if sp.issparse(counts) else counts, dtype=np.float64)
+        # an ndarray is never sparse: the isinstance test only narrows the type
+        dense = counts if isinstance(counts, np.ndarray) or not sp.issparse(counts) else counts.toarray()
+        c = np.asarray(dense, dtype=np.float64)
         return np.ascontiguousarray(np.hstack([c, (c > 0).astype(np.float64), c.sum(axis=1, keepdims=True)]))
     c = sp.csr_matrix(counts, dtype=np.float64)
     used = (c > 0).astype(np.float64)

@@ -105,7 +105,7 @@ def create_app(
         assets_folder=str(ASSETS),
         suppress_callback_exceptions=True,
         title=f"trajlab · {source.lab.root.name}",
-        update_title=None,
+        update_title=None,  # type: ignore[arg-type]  # dash documents None (title left alone), types str
         serve_locally=True,
     )
     app.layout = html.Div(
@@ -177,13 +177,13 @@ def create_app(
     install_compression(server)
 
     @server.after_request
-    def _headers(resp):  # type: ignore[no-untyped-def]
+    def _headers(resp):
         for k, v in SECURITY_HEADERS.items():
             resp.headers.setdefault(k, v)
         return resp
 
     @server.route("/_trajlab/health")
-    def _health():  # type: ignore[no-untyped-def]
+    def _health():
         snap = source.snapshot()
         n = snap.cursor().execute("SELECT count(*) FROM runs").fetchone()
         return jsonify(
@@ -196,7 +196,7 @@ def create_app(
         )
 
     @server.route("/_trajlab/timings")
-    def _timings():  # type: ignore[no-untyped-def]
+    def _timings():
         with ctx._tlock:
             return jsonify({k: list(v) for k, v in ctx.timings.items()})
 

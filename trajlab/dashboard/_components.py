@@ -12,12 +12,16 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from dash import dash_table, html
+from dash import html
+from dash.dash_table.DataTable import DataTable
 
 from ._text import clean_block, clean_line, fmt_num
 
 if TYPE_CHECKING:
     from ..review import AnnotationStore, Problem
+
+TableRow = dict[str | float | int, Any]
+"""A row of a DataTable's `data`, typed with the key type dash declares (ours are column names)."""
 
 TABLE_STYLE: dict[str, Any] = {
     "style_table": {"overflowX": "auto"},
@@ -81,10 +85,10 @@ def data_table(
     max_rows: int = 5000,
     clickable: bool = False,
     **kwargs: Any,
-) -> dash_table.DataTable:
+) -> DataTable:
     """A sortable, paged table of query results (the first `max_rows` rows, cells as text)."""
     cols, rows = rows_of(table, max_rows)
-    data = [{c: cell(r.get(c), secrets) for c in cols} for r in rows]
+    data: list[TableRow] = [{c: cell(r.get(c), secrets) for c in cols} for r in rows]
     if "trajectory_id" in cols:
         for d in data:
             d["id"] = d.get("trajectory_id")
@@ -95,7 +99,7 @@ def data_table(
         style["style_data_conditional"] = [
             {"if": {"column_id": "trajectory_id"}, "color": "#0B5CAD", "textDecoration": "underline"}
         ]
-    return dash_table.DataTable(
+    return DataTable(
         columns=[{"name": c, "id": c} for c in cols],
         data=data,
         page_size=page_size,

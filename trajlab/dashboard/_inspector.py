@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dash import dash_table, html
+from dash import html
+from dash.dash_table.DataTable import DataTable
 
-from ._components import TABLE_STYLE, kv, message, pre
+from ._components import TABLE_STYLE, TableRow, kv, message, pre
 from ._text import clean_line, fmt_seconds, pretty_json
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ TIMELINE_PAGE = 50
 def _timeline(ctx: DashContext, d: TrajectoryData) -> html.Div:
     status = {n["node_id"]: n["status"] for n in d.dag.nodes}
     start = d.row.get("started_at")
-    rows = []
+    rows: list[TableRow] = []
     for i, s in sorted(d.steps.items()):
         ts = s.get("timestamp")
         offset = (
@@ -46,7 +47,7 @@ def _timeline(ctx: DashContext, d: TrajectoryData) -> html.Div:
     cols = ["step", "t", "agent", "kind", "tool", "what", "status", "exit", "duration", "tokens"]
     return html.Div(
         [
-            dash_table.DataTable(
+            DataTable(
                 id="timeline",
                 columns=[{"name": c, "id": c} for c in cols],
                 data=rows,

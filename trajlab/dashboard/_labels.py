@@ -51,7 +51,7 @@ def _step_button(step: int | None, label: str | None = None) -> Any:
 def _judge_block(ctx: DashContext, r: dict[str, Any], under_review: bool) -> html.Div:
     sec = ctx.secrets
     who = "LLM judge" if r["judge"] != "rules" else "rules judge"
-    title = [html.B(who), f" ({clean_line(r.get('model'), 40, sec)})" if r.get("model") else ""]
+    title: list[Any] = [html.B(who), f" ({clean_line(r.get('model'), 40, sec)})" if r.get("model") else ""]
     if under_review:
         title.append(html.Span("under review", className="chip small"))
     body: list[Any] = [html.Div(title, className="label-title")]
@@ -61,14 +61,11 @@ def _judge_block(ctx: DashContext, r: dict[str, Any], under_review: bool) -> htm
         )
         return html.Div(body, className="label-block judge")
     conf = r.get("confidence")
+    pill_id: dict[str, Any] = {"id": "judge-category"} if under_review else {}
     body.append(
         html.Div(
             [
-                html.Span(
-                    r.get("category") or "(none)",
-                    className="category-pill",
-                    **({"id": "judge-category"} if under_review else {}),
-                ),
+                html.Span(r.get("category") or "(none)", className="category-pill", **pill_id),
                 f" confidence {conf:.2f}" if conf is not None else "",
                 " · secondary: " + ", ".join(r["secondary_categories"])
                 if r.get("secondary_categories")
@@ -300,7 +297,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         Input("labels-version", "data"),
         Input("annotator", "value"),
     )
-    def _labels(tid, _v, annotator):  # type: ignore[no-untyped-def]
+    def _labels(tid: str | None, _v: Any, annotator: str | None) -> tuple[Any, Any, dict[str, str] | None]:
         if not tid:
             raise PreventUpdate
         d = ctx.trajectories.get(ctx, tid)
@@ -335,7 +332,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         State("labels-version", "data"),
         prevent_initial_call=True,
     )
-    def _save(_a, _s, category, decisive, evidence, note, annotator, tid, version):  # type: ignore[no-untyped-def]
+    def _save(_a, _s, category, decisive, evidence, note, annotator, tid, version):
         accept = dash_ctx.triggered_id == "review-accept"
         try:
             res = submit_review(
@@ -361,7 +358,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         State("selected-step", "data"),
         prevent_initial_call=True,
     )
-    def _use_selected(_n, step):  # type: ignore[no-untyped-def]
+    def _use_selected(_n, step):
         if step is None:
             raise PreventUpdate
         return step

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dash import ALL, Input, Output, State, dash_table, dcc, html, no_update
+from dash import ALL, Input, Output, State, dcc, html, no_update
+from dash.dash_table.DataTable import DataTable
 from dash.exceptions import PreventUpdate
 
 from ..errors import TrajlabError
@@ -60,7 +61,7 @@ def runs_layout(ctx: DashContext, panel: RunsPanel) -> html.Div:
         )
     )
     cols = list(dict.fromkeys(["trajectory_id", *panel.columns]))
-    table = dash_table.DataTable(
+    table = DataTable(
         id="runs-table",
         columns=[{"name": RUN_COLUMNS[c], "id": c} for c in cols],
         data=[],
@@ -146,7 +147,7 @@ def register_runs(app: Any, ctx: DashContext) -> None:
         State({"type": "runs-filter", "name": ALL}, "id"),
         State("runs-config", "data"),
     )
-    def _page(values, search, page, page_size, sort_by, ids, config):  # type: ignore[no-untyped-def]
+    def _page(values, search, page, page_size, sort_by, ids, config):
         filters = {i["name"]: v or [] for i, v in zip(ids, values) if i["name"] in RUN_FILTERS}
         for name, fixed in ((config or {}).get("fixed") or {}).items():
             filters[name] = list(fixed)
@@ -179,7 +180,7 @@ def register_runs(app: Any, ctx: DashContext) -> None:
         Input("runs-table", "active_cell"),
         prevent_initial_call=True,
     )
-    def _open(active):  # type: ignore[no-untyped-def]
+    def _open(active):
         if not active or not active.get("row_id"):
             raise PreventUpdate
         return f"/trajectory/{active['row_id']}"

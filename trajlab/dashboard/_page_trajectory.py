@@ -153,6 +153,7 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
     first_inspector: list[Any] = [message("Click a node (or a timeline row) to inspect its step.")]
     if step is not None:
         first_inspector = inspector(ctx, d, step)
+    canvas_aria: dict[str, Any] = {"aria-label": f"step DAG of {len(d.dag.nodes)} steps"}  # not a Python name
     dag_tab = html.Div(
         [
             html.Div(
@@ -197,7 +198,7 @@ def trajectory_layout(ctx: DashContext, tid: str, search: str | None = None) -> 
                     id="dag-canvas",
                     tabIndex="0",
                     role="img",
-                    **{"aria-label": f"step DAG of {len(d.dag.nodes)} steps"},
+                    **canvas_aria,
                 ),
                 id="dag",
                 className="dag-box",
@@ -271,7 +272,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("dag-opts", "data"),
         prevent_initial_call=True,  # the page brings its first drawing
     )
-    def _draw(tid, collapse, min_run, agents, expanded, _v, opts):  # type: ignore[no-untyped-def]
+    def _draw(tid, collapse, min_run, agents, expanded, _v, opts):
         if not tid:
             raise PreventUpdate
         view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, collapse, min_run, agents, expanded))
@@ -301,7 +302,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("dag-agents", "value"),
         prevent_initial_call=True,
     )
-    def _tap(node, expanded, agents):  # type: ignore[no-untyped-def]
+    def _tap(node, expanded, agents):
         if not node:
             raise PreventUpdate
         if node.get("kind") == "group":
@@ -316,7 +317,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("traj-id", "data"),
         prevent_initial_call=True,
     )
-    def _timeline_tab(tab, tid):  # type: ignore[no-untyped-def]
+    def _timeline_tab(tab, tid):
         if tab != "timeline" or not tid:
             raise PreventUpdate
         return _timeline(ctx, ctx.trajectories.get(ctx, tid))
@@ -326,7 +327,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Input("timeline", "active_cell"),
         prevent_initial_call=True,
     )
-    def _row(active):  # type: ignore[no-untyped-def]
+    def _row(active):
         if not active or active.get("row_id") is None:
             raise PreventUpdate
         return int(active["row_id"])
@@ -337,7 +338,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("traj-id", "data"),
         prevent_initial_call=True,  # the page renders the inspector of its `step=N`
     )
-    def _inspect(step, tid):  # type: ignore[no-untyped-def]
+    def _inspect(step, tid):
         if step is None or not tid:
             raise PreventUpdate
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))

@@ -399,7 +399,7 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         State({"type": "page-filter", "page": ALL, "filter": ALL}, "id"),
         prevent_initial_call=True,
     )
-    def _values(values, ids):  # type: ignore[no-untyped-def]
+    def _values(values, ids):
         return {i["filter"]: v for i, v in zip(ids, values)}
 
     @app.callback(
@@ -410,7 +410,7 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         Input("annotator", "value"),
         State({"type": "figure-control", "page": MATCH, "idx": MATCH, "option": ALL}, "id"),
     )
-    def _body(pid, values, control_values, annotator, control_ids):  # type: ignore[no-untyped-def]
+    def _body(pid, values, control_values, annotator, control_ids):
         try:
             page = ctx.spec.page(pid["page"])
             panel = page.panels[pid["idx"]]
@@ -439,7 +439,7 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         Input({"type": "nav-table", "page": ALL, "idx": ALL}, "active_cell"),
         prevent_initial_call=True,
     )
-    def _open(cells):  # type: ignore[no-untyped-def]
+    def _open(cells):
         trig = dash_ctx.triggered_id
         if not isinstance(trig, dict):
             raise PreventUpdate

@@ -8,7 +8,7 @@ by `AnnotationStore.append` with a record that `supersedes` the old one. Runs ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -52,7 +52,8 @@ def judge_under_review(judge_rows: list[dict[str, Any]], taxonomy_id: str) -> di
     labeled = [r for r in judge_rows if r["status"] == "labeled" and r["taxonomy_id"] == taxonomy_id]
     llm = _newest([r for r in labeled if r["judge"] != "rules"])
     rules = _newest([r for r in labeled if r["judge"] == "rules"])
-    return (llm or rules or [None])[0]
+    chosen = llm or rules
+    return chosen[0] if chosen else None
 
 
 def trajectory_labels(source: LabSource, tid: str) -> TrajectoryLabels:
@@ -256,7 +257,7 @@ def agreement_rows(source: LabSource) -> list[dict[str, Any]]:
     epoch = datetime.min.replace(tzinfo=timezone.utc)
 
     def put(rater: str, kind: str, r: dict[str, Any] | AnnotationRecord) -> None:
-        get = r.get if isinstance(r, dict) else lambda k: getattr(r, k)
+        get: Callable[[str], Any] = r.get if isinstance(r, dict) else lambda k: getattr(r, k)
         at = get("created_at") or epoch
         key = (rater, get("trajectory_id"))
         if key not in newest or at >= newest[key][0]:

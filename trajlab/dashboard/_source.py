@@ -10,6 +10,7 @@ predicted). Nothing here writes to the lab: the tables live in the connection's 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -158,8 +159,8 @@ class LabSource:
 
     def __init__(
         self,
-        lab: Lab | str | Path,
-        annotations: str | Path = "annotations",
+        lab: Lab | str | os.PathLike[str],
+        annotations: str | os.PathLike[str] = "annotations",
         dataset: str = "default",
         taxonomy: Any = None,
         blind: bool = False,

@@ -209,8 +209,8 @@ def distill(
     budget = budget or Budget()
     conditions = list(conditions) if conditions else None
     out = Path(out).absolute()
-    logs = [Path(p) for p in logs or []]
-    if lab is None and not logs:
+    log_dirs = [Path(p) for p in logs or []]
+    if lab is None and not log_dirs:
         raise ConfigError("give runs to distil from (--logs DIR) or a lab (--lab LAB)")
     check_out_dir(out, "--out")
     if params.group_by and params.group_by not in GROUPABLE:
@@ -218,13 +218,13 @@ def distill(
             f"--group-by {params.group_by!r} is not a run column; use one of {', '.join(GROUPABLE)} or none"
         )
     lab_path = Path(lab).absolute() if lab is not None else out / LAB_DIRNAME
-    if logs:
+    if log_dirs:
         from ..ingest import ingest
 
-        missing = [str(p) for p in logs if not p.exists()]
+        missing = [str(p) for p in log_dirs if not p.exists()]
         if missing:
             raise ConfigError(f"no such runs folder: {', '.join(missing)}")
-        ingest(logs, lab_path, progress=progress)
+        ingest([*log_dirs], lab_path, progress=progress)  # a list[str | Path]: ingest's parameter type
     the_lab = Lab.open(lab_path)
     corpus = load_corpus(the_lab, conditions=conditions)
     if not corpus.runs:

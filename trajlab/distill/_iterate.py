@@ -350,7 +350,7 @@ class Iteration:
                     return ops, rules
             except LLMError as e:
                 self.echo(f"LLM editor failed ({e}); using the rule miner for this round")
-        ops: list[Op] = []
+        ops = []
         for s, it in incumbent.items():  # remove guidance the evidence now contradicts
             if it.rule and len(ops) < self.max_ops:
                 direction, scope, feature = it.rule.split("|", 2)

@@ -61,7 +61,7 @@ def _files(d: Path) -> dict[str, str]:
 def diff_dirs(old: Path | None, new: Path, old_label: str = "a", new_label: str = "b") -> str:
     a = _files(old) if old else {}
     b = _files(new)
-    chunks = []
+    chunks: list[str] = []
     for rel in sorted(set(a) | set(b)):
         chunks += difflib.unified_diff(
             a.get(rel, "").splitlines(keepends=True),
@@ -100,7 +100,7 @@ class SkillStore:
         return self.root / HISTORY / name
 
     def versions(self, name: str) -> list[Version]:
-        out = []
+        out: list[Version] = []
         h = self.history(name)
         if not h.is_dir():
             return out
@@ -230,11 +230,13 @@ class SkillStore:
             f"v{number:04d}",
         )
         (tmp / "diff.patch").write_text(diff, encoding="utf-8")
+        content_hash = sk.metadata["content-hash"]
+        parent_version = parent.version if parent else None
         info = {
             "name": sk.name,
             "version": number,
-            "content_hash": sk.metadata["content-hash"],
-            "parent": parent.version if parent else None,
+            "content_hash": content_hash,
+            "parent": parent_version,
             "reason": reason,
             "operations": ops,
             "created_at": utcnow().isoformat(),
@@ -243,9 +245,7 @@ class SkillStore:
         (tmp / "version.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, final)
         _freeze(final)
-        return Version(
-            sk.name, number, info["content_hash"], final / "skill", info["parent"], reason, True, ops
-        )
+        return Version(sk.name, number, content_hash, final / "skill", parent_version, reason, True, ops)
 
     def _publish(self, skill: Skill, live_dir: Path) -> None:
         tmp = live_dir.with_name(f".{live_dir.name}.tmp-{uuid.uuid4().hex[:8]}")

@@ -142,7 +142,8 @@ def llm_ops(client: ChatClient, rules: list[Rule], scope: str) -> tuple[list[Op]
             continue
         seen.add(key)
         r = by_key[key]
-        sec = it.get("section") if it.get("section") in SECTIONS else section_of(r)
+        given = it.get("section")
+        sec = given if isinstance(given, str) and given in SECTIONS else section_of(r)
         if (sec == "Avoid") != (r.direction == "avoid"):
             sec = section_of(r)  # an avoid rule is never written as a step to take, nor the reverse
         why = unsupported(text, _evidence_text([r]))

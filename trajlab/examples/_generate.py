@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import shutil
 import string
@@ -267,7 +268,7 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def load_ground_truth(out: str | Path) -> list[dict[str, Any]]:
+def load_ground_truth(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of ground_truth.jsonl of a generated example set (OUT, or OUT/runs)."""
     p = Path(out)
     if not (p / "ground_truth.jsonl").exists() and (p.parent / "ground_truth.jsonl").exists():

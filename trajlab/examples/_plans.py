@@ -401,10 +401,10 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
                 answer = str(sum(vals)) if variant != "misheard" else task.wrong_answers["perception"]
         else:  # mixed: video branch (slide) + audio branch (spoken) merge in python
             slide, spoken = int(f["slide"]), int(f["spoken"])
-            heard = spoken + 10 if variant == "misheard" else spoken
+            heard_n = spoken + 10 if variant == "misheard" else spoken
             lines = [
                 "Here is the next slide.",
-                f"The number I want you to remember is {heard} thousand.",
+                f"The number I want you to remember is {heard_n} thousand.",
                 "Let's move on.",
             ]
             w = b.whisper(audio, lines, model="tiny" if variant == "misheard" else "small")
@@ -429,9 +429,9 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
                     ocr.decisive = True
                     answer = str((slide + 1) * spoken)
                 elif variant == "script_bug":
-                    d = b.python(f"{slide} + {heard}", str(slide + heard))
+                    d = b.python(f"{slide} + {heard_n}", str(slide + heard_n))
                     d.decisive = True
-                    answer = str(slide + heard)
+                    answer = str(slide + heard_n)
                 elif variant == "mental_math":
                     answer = task.wrong_answers["calc"]
                 elif variant == "web":
@@ -441,10 +441,10 @@ def build_plan(task: Task, outcome: str, category: str | None, effort: str, rng:
                         tool="web_search",
                     )
                     d.decisive = True
-                    answer = str(slide * 2 * heard)
+                    answer = str(slide * 2 * heard_n)
                 else:
-                    b.python(f"{slide} * {heard}", str(slide * heard))
-                    answer = str(slide * heard)
+                    b.python(f"{slide} * {heard_n}", str(slide * heard_n))
+                    answer = str(slide * heard_n)
     elif dom == "image":
         items, tip = f["items"], f["tip"]
         if variant == "timeout":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 DOMAINS = ("video", "audio", "image", "mixed")
 BENCHMARK = "omni-synth"
@@ -26,6 +27,23 @@ _SUBJECTS_IMAGE = ["receipt", "whiteboard", "street_sign", "invoice", "chart", "
 _WORDS = ["orbit", "maple", "harbor", "violet", "quartz", "ember", "lumen", "cedar", "nova", "delta"]
 
 
+class Facts(TypedDict, total=False):
+    """What a task's media "contains"; which keys are set depends on the domain."""
+
+    duration: int  # seconds (video, audio, mixed)
+    event_t: int  # second at which the sign or slide shows (video, mixed)
+    fps: int  # (video, mixed)
+    code: str  # the sign's code (video)
+    count: int  # appearances of the object (video)
+    numbers: list[int]  # the spoken amounts (audio)
+    misheard: list[int]  # the same, one of them misheard (audio)
+    items: list[float]  # the bill's items (image)
+    tip: int  # tip percent (image)
+    total: float  # bill total with the tip (image)
+    slide: int  # the number on the slide (mixed)
+    spoken: int  # the number the narrator says (mixed)
+
+
 @dataclass
 class Task:
     task_id: str
@@ -35,7 +53,7 @@ class Task:
     question: str
     answer: str
     media: list[str]
-    facts: dict[str, object] = field(default_factory=dict)  # what the media "contains"
+    facts: Facts = field(default_factory=Facts)  # what the media "contains"
     wrong_answers: dict[str, str] = field(default_factory=dict)  # plausible wrong answer per failure kind
 
 
@@ -48,6 +66,7 @@ def make_tasks(n: int, seed: int) -> list[Task]:
     rng = random.Random(seed)
     tasks: list[Task] = []
     for i in range(n):
+        facts: Facts
         domain = DOMAINS[i % len(DOMAINS)]
         difficulty = 1 + (i // len(DOMAINS)) % 3
         tid = f"omni-{domain[0]}-{i:04d}"

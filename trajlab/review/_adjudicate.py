@@ -108,12 +108,14 @@ def adjudicate(
     for (tid, _), r in sorted(newest.items()):
         by_traj[tid].append(r)
     decided: dict[str, AdjudicationRecord] = {}
-    for d in sorted(decisions, key=lambda d: d.created_at):
-        if d.taxonomy_id != tax.id:
+    for dec in sorted(decisions, key=lambda d: d.created_at):
+        if dec.taxonomy_id != tax.id:
             continue
-        if d.category not in [*tax.category_ids, "not_a_failure"]:
-            raise ConfigError(f"adjudication of {d.trajectory_id}: category {d.category!r} not in {tax.id}")
-        decided[d.trajectory_id] = d
+        if dec.category not in [*tax.category_ids, "not_a_failure"]:
+            raise ConfigError(
+                f"adjudication of {dec.trajectory_id}: category {dec.category!r} not in {tax.id}"
+            )
+        decided[dec.trajectory_id] = dec
     now = datetime.now(timezone.utc)
     report = AdjudicationReport(tax.id)
     for tid in sorted(set(by_traj) | set(decided)):

@@ -259,7 +259,7 @@ def agreement(
         ratings, taxonomy_id = _ratings_from_lab(source, taxonomy_id)  # type: ignore[arg-type]
         agents = _agents(source, ratings)  # type: ignore[arg-type]
     else:
-        ratings = _ratings_from_rows(source)  # type: ignore[arg-type]
+        ratings = _ratings_from_rows(source)
     raters = {r.rater: r.kind for r in sorted(ratings, key=lambda r: (KINDS.index(r.kind), r.rater))}
     by_item: dict[str, dict[str, Rating]] = defaultdict(dict)
     for r in ratings:
@@ -277,7 +277,10 @@ def agreement(
     pooled_steps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for a, b in combinations(graders, 2):
         kind = "-".join(sorted((raters[a], raters[b]), key=lambda x: (x != "judge", x)))
-        xs, ys, steps, same_agent = [], [], [], []
+        xs: list[str] = []
+        ys: list[str] = []
+        steps: list[tuple[int, int]] = []
+        same_agent: list[bool] = []
         n_a = sum(1 for item in by_item.values() if a in item)
         n_b = sum(1 for item in by_item.values() if b in item)
         both = sum(1 for item in by_item.values() if a in item and b in item)
@@ -285,9 +288,10 @@ def agreement(
             ra, rb = item.get(a), item.get(b)
             if ra is None or rb is None:
                 continue
-            if cat(ra) is not None and cat(rb) is not None:
-                xs.append(cat(ra))
-                ys.append(cat(rb))
+            ca, cb = cat(ra), cat(rb)
+            if ca is not None and cb is not None:
+                xs.append(ca)
+                ys.append(cb)
             if ra.decisive_step_index is not None and rb.decisive_step_index is not None:
                 steps.append((ra.decisive_step_index, rb.decisive_step_index))
                 ga = agents.get((ra.trajectory_id, ra.decisive_step_index))

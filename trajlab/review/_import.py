@@ -72,11 +72,11 @@ def import_who_and_when(
         ann = meta.get("who_and_when") if isinstance(meta, dict) else None
         if not isinstance(ann, dict):
             continue
-        step = ann.get("mistake_step")
+        raw_step: Any = ann.get("mistake_step")
         try:
-            step = int(step)
+            step = int(raw_step)
         except (TypeError, ValueError):
-            report.skipped.append(f"{t['trajectory_id']}: mistake_step {step!r} is not a number")
+            report.skipped.append(f"{t['trajectory_id']}: mistake_step {raw_step!r} is not a number")
             continue
         if not 0 <= step < (t["n_steps"] or 0):
             report.skipped.append(f"{t['trajectory_id']}: mistake_step {step} outside 0..{t['n_steps'] - 1}")

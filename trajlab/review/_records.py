@@ -94,31 +94,33 @@ class AnnotationRecord(_Record):
     ID_PREFIX: ClassVar[str] = "hr"
 
     record_id: str | None = Field(
-        None, description="Content hash (`hr_...`) of every other field; filled in when appended."
+        default=None, description="Content hash (`hr_...`) of every other field; filled in when appended."
     )
     trajectory_id: str = Field(description="The reviewed trajectory (`t_...`).")
     taxonomy_id: str = Field(description="Taxonomy the category comes from, e.g. `omni-failure`.")
     taxonomy_version: str = Field(description="Version of that taxonomy.")
     category: str = Field(description="A category id of the taxonomy, `not_a_failure` or `unsure`.")
     decisive_step_index: int | None = Field(
-        None, description="The step where the run went wrong (`step_index`), if the annotator chose one."
+        default=None,
+        description="The step where the run went wrong (`step_index`), if the annotator chose one.",
     )
     evidence_steps: list[int] = Field(
         default_factory=list, description="Step indexes that support the label, in the order given."
     )
-    note: str | None = Field(None, description="Free-text note.")
+    note: str | None = Field(default=None, description="Free-text note.")
     annotator: str = Field(description="Who labeled it; equals the file name without `.jsonl`.")
     created_at: datetime = Field(description="When the record was written (UTC).")
     reviews_label_id: str | None = Field(
-        None, description="The judge label (`judge_labels.label_id`) this record reviews, if any."
+        default=None, description="The judge label (`judge_labels.label_id`) this record reviews, if any."
     )
     review_action: ReviewAction | None = Field(
-        None,
+        default=None,
         description="`accepted` (judge label kept), `overridden` (changed), `blind` (judge label hidden), "
         "or null when no judge label was reviewed.",
     )
     supersedes: str | None = Field(
-        None, description="record_id of an earlier record of the same annotator that this one replaces."
+        default=None,
+        description="record_id of an earlier record of the same annotator that this one replaces.",
     )
 
     @field_validator("annotator")
@@ -145,12 +147,12 @@ class AdjudicationRecord(_Record):
 
     ID_PREFIX: ClassVar[str] = "ad"
 
-    record_id: str | None = Field(None, description="Content hash (`ad_...`) of every other field.")
+    record_id: str | None = Field(default=None, description="Content hash (`ad_...`) of every other field.")
     trajectory_id: str = Field(description="The trajectory decided.")
     taxonomy_id: str = Field(description="Taxonomy id.")
     taxonomy_version: str = Field(description="Taxonomy version.")
     category: str = Field(description="The gold category (a taxonomy id or `not_a_failure`).")
-    decisive_step_index: int | None = Field(None, description="The gold decisive step.")
+    decisive_step_index: int | None = Field(default=None, description="The gold decisive step.")
     evidence_steps: list[int] = Field(default_factory=list, description="Gold evidence steps.")
     decided_by: str = Field(description="The adjudicator.")
     reason: str = Field(description="Why this label was chosen over the reviewers' other labels.")

@@ -8,11 +8,12 @@ Krippendorff's alpha is defined for missing data by construction.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
-Units = Mapping[Hashable, Sequence[Hashable]]
-"""item -> the labels it received (one per rater who labeled it)."""
+Units = Mapping[Any, Sequence[Hashable]]
+"""item -> the labels it received (one per rater who labeled it); any key type (only the values are read)."""
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -57,7 +58,7 @@ def krippendorff_alpha_nominal(units: Units) -> float | None:
     alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k, over units with >= 2 ratings,
     where o_ck counts ordered pairs of values within a unit, each unit weighted 1 / (m_u - 1).
     """
-    o: Counter[tuple[Hashable, Hashable]] = Counter()
+    o: defaultdict[tuple[Hashable, Hashable], float] = defaultdict(float)
     for labels in units.values():
         m = len(labels)
         if m < 2:
@@ -67,7 +68,7 @@ def krippendorff_alpha_nominal(units: Units) -> float | None:
             for k, nk in counts.items():
                 pairs = nc * (nc - 1) if c == k else nc * nk
                 o[(c, k)] += pairs / (m - 1)
-    n_c: Counter[Hashable] = Counter()
+    n_c: defaultdict[Hashable, float] = defaultdict(float)
     for (c, _k), v in o.items():
         n_c[c] += v
     n = sum(n_c.values())

@@ -258,7 +258,7 @@ class AnnotationStore:
             effective = effective_records(recs, order, rejected=bad, superseded_rejected=fixed)
             # A rejected line that a later record supersedes is history, not the current label: its
             # problem stays listed (file and line) as a warning, and the correction is what loads.
-            by_line = {(str(t.path), t.line): loc.line for t, loc in fixed}
+            by_line: dict[tuple[str, int | None], int] = {(str(t.path), t.line): loc.line for t, loc in fixed}
             semantic = [
                 Problem(
                     p.path,
