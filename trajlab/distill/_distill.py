@@ -224,7 +224,7 @@ def distill(
         missing = [str(p) for p in log_dirs if not p.exists()]
         if missing:
             raise ConfigError(f"no such runs folder: {', '.join(missing)}")
-        ingest([*log_dirs], lab_path, progress=progress)  # a list[str | Path]: ingest's parameter type
+        ingest(log_dirs, lab_path, progress=progress)
     the_lab = Lab.open(lab_path)
     corpus = load_corpus(the_lab, conditions=conditions)
     if not corpus.runs:

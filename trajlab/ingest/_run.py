@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timezone
@@ -121,7 +121,7 @@ def _pooled(pool: ProcessPoolExecutor, jobs: list[Any]) -> Generator[BatchResult
 
 
 def ingest(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     out: str | Path,
     workers: int | None = None,
     defaults: dict[str, Any] | None = None,
