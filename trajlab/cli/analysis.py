@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,6 +15,12 @@ from .. import analysis, tabular
 from ..analysis import ANALYSES, AnalysisResult, missing_hint, parse_value
 from ..errors import ConfigError
 from ._output import check_outside_lab, write_out
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 # Columns of `gaps` shown in a terminal table (files and csv/json always get every column).
 GAPS_SHORT = (
@@ -31,7 +39,7 @@ GAPS_SHORT = (
 )
 
 
-def _output_options(f):
+def _output_options(f: F) -> F:
     f = click.option(
         "--max-rows",
         type=click.IntRange(min=0),
@@ -52,7 +60,12 @@ def _output_options(f):
 
 
 def _report(
-    res: AnalysisResult, fmt: str, out: str | None, max_rows: int, short=None, lab: str | None = None
+    res: AnalysisResult,
+    fmt: str,
+    out: str | None,
+    max_rows: int,
+    short: Callable[[AnalysisResult], pa.Table] | None = None,
+    lab: str | None = None,
 ) -> None:
     for m in res.missing:
         hint = missing_hint(m)
@@ -92,12 +105,12 @@ def _report(
         click.echo(text, nl=not text.endswith("\n"))
 
 
-def _ci(lo, hi) -> str:
+def _ci(lo: float | None, hi: float | None) -> str:
     ok = lo is not None and hi is not None and lo == lo and hi == hi
     return f"[{lo:+.3f}, {hi:+.3f}]" if ok else ""
 
 
-def _short_gaps(res: AnalysisResult):
+def _short_gaps(res: AnalysisResult) -> pa.Table:
     import pyarrow as pa
 
     rows = []
@@ -179,9 +192,25 @@ def _short_gaps(res: AnalysisResult):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_output_options
 def gaps_cmd(
-    lab, by, min_support, min_trajectories, n_boot, seed, alpha, correction, test, n_perm, key, counts,
-    significant, all_columns, quiet, fmt, out, max_rows,
-) -> None:  # fmt: skip
+    lab: str,
+    by: str,
+    min_support: int,
+    min_trajectories: int,
+    n_boot: int,
+    seed: int,
+    alpha: float,
+    correction: str,
+    test: str,
+    n_perm: int,
+    key: str,
+    counts: str,
+    significant: bool,
+    all_columns: bool,
+    quiet: bool,
+    fmt: str,
+    out: str | None,
+    max_rows: int,
+) -> None:
     """Tools over-represented in successful vs failed trajectories of LAB, with intervals and tests.
 
     Per tool: share of calls in successful and failed trajectories and their difference (the gap),
@@ -221,7 +250,7 @@ def gaps_cmd(
     _report(res, fmt, out, max_rows, None if all_columns else _short_gaps, lab)
 
 
-def _counts_for(lab: str, counts: object) -> object:
+def _counts_for(lab: str, counts: T) -> T | str:
     """`auto` may build the tool_usage cache inside the lab; a read-only lab counts from steps instead
     (the same table, see `trajlab gaps --counts`), so reading it needs no write."""
     if counts == "auto" and Path(lab).is_dir() and not os.access(lab, os.W_OK | os.X_OK):
@@ -273,7 +302,17 @@ def _check_param(name: str, value: object, default: object) -> None:
 )
 @click.option("--show-sql", is_flag=True, help="Print the SQL (placeholders filled) instead of running it.")
 @_output_options
-def analyze_cmd(name, lab, by, params, key, show_sql, fmt, out, max_rows) -> None:
+def analyze_cmd(
+    name: str,
+    lab: str | None,
+    by: str | None,
+    params: tuple[str, ...],
+    key: str | None,
+    show_sql: bool,
+    fmt: str,
+    out: str | None,
+    max_rows: int,
+) -> None:
     """Run the analysis NAME over LAB: gaps, capability, tokens, failures, funnel, recovery, tools, ...
 
     NAME may also be a path to your own .sql file (copy one with --show-sql and edit it).

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -29,6 +31,8 @@ from ..distill import (
 from ._inputs import read_ground_truth
 from ._output import check_creatable, check_outside_lab
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _plain_prefix(value: str) -> str:
     """A name prefix, not a path: `../x` or `a/b` is refused rather than quietly turned into `x-general`."""
@@ -39,13 +43,20 @@ def _plain_prefix(value: str) -> str:
     return value
 
 
-def _client(llm: bool, model: str | None, base_url: str | None, config: str | None, cache: Path, seed=None):
+def _client(
+    llm: bool,
+    model: str | None,
+    base_url: str | None,
+    config: str | None,
+    cache: Path,
+    seed: int | None = None,
+) -> JudgeChat | None:
     if not llm and not model:
         return None
     return JudgeChat.resolve(model=model, base_url=base_url, config=config, cache_dir=cache, seed=seed)
 
 
-def _llm_options(f):
+def _llm_options(f: F) -> F:
     f = click.option(
         "--config",
         type=click.Path(dir_okay=False),
@@ -139,26 +150,26 @@ def _llm_options(f):
 @_llm_options
 @click.option("--quiet", "-q", is_flag=True)
 def distill_cmd(
-    logs,
-    lab,
-    out,
-    prefix,
-    group_by,
-    min_support,
-    min_lift,
-    max_p,
-    max_items,
-    budget_bytes,
-    conditions,
-    seed,
-    no_merge,
-    ground_truth,
-    eval_tasks,
-    llm,
-    model,
-    base_url,
-    config,
-    quiet,
+    logs: tuple[str, ...],
+    lab: str | None,
+    out: str,
+    prefix: str,
+    group_by: str,
+    min_support: int,
+    min_lift: float,
+    max_p: float,
+    max_items: int,
+    budget_bytes: int,
+    conditions: tuple[str, ...],
+    seed: int,
+    no_merge: bool,
+    ground_truth: str | None,
+    eval_tasks: str | None,
+    llm: bool,
+    model: str | None,
+    base_url: str | None,
+    config: str | None,
+    quiet: bool,
 ) -> None:
     """Distil skills from successful vs failed runs (log-driven self-distillation).
 
@@ -265,21 +276,21 @@ def distill_cmd(
 @_llm_options
 @click.option("--quiet", "-q", is_flag=True)
 def iterate_cmd(
-    calibration,
-    heldout,
-    runner,
-    scorer,
-    rounds,
-    work,
-    start,
-    name,
-    max_ops,
-    timeout_s,
-    llm,
-    model,
-    base_url,
-    config,
-    quiet,
+    calibration: str,
+    heldout: str | None,
+    runner: str,
+    scorer: str | None,
+    rounds: int,
+    work: str,
+    start: str | None,
+    name: str,
+    max_ops: int,
+    timeout_s: float,
+    llm: bool,
+    model: str | None,
+    base_url: str | None,
+    config: str | None,
+    quiet: bool,
 ) -> None:
     """Improve a skill by calibration-set self-iteration (resumable: rerun the same command)."""
     client = _client(llm, model, base_url, config, Path(work) / ".llm-cache")
@@ -376,7 +387,9 @@ def rehash_cmd(skill_dir: str) -> None:
     help="Prompt file (--target prompt).",
 )
 @click.option("--force", is_flag=True, help="Replace an existing different copy.")
-def install_cmd(skill_dir, target, project, legacy, output, force) -> None:
+def install_cmd(
+    skill_dir: str, target: str, project: str | None, legacy: bool, output: str | None, force: bool
+) -> None:
     """Install SKILL_DIR for Claude Code, Codex / .agents, or as a prompt prefix file."""
     if output:
         check_creatable(output, "--output")
@@ -389,7 +402,9 @@ def install_cmd(skill_dir, target, project, legacy, output, force) -> None:
 @click.option("--condition-a", default=None, help="Only runs of this condition in LAB_A (e.g. no-skill).")
 @click.option("--condition-b", default=None, help="Only runs of this condition in LAB_B (e.g. skill).")
 @click.option("--json", "as_json", is_flag=True)
-def compare_cmd(lab_a, lab_b, condition_a, condition_b, as_json) -> None:
+def compare_cmd(
+    lab_a: str, lab_b: str, condition_a: str | None, condition_b: str | None, as_json: bool
+) -> None:
     """Paired comparison of the same tasks in LAB_A (without) and LAB_B (with a skill): McNemar, categories, cost."""
     c = compare(lab_a, lab_b, condition_a, condition_b)
     click.echo(json.dumps(c.to_dict(), indent=2, default=str) if as_json else c.format())

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from ..errors import ConfigError
 from ._output import check_creatable, check_outside_lab, writing_into
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _options(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -59,7 +62,7 @@ _COMMON = [
 ]
 
 
-def _common(fn):
+def _common(fn: F) -> F:
     for deco in reversed(_COMMON):
         fn = deco(fn)
     return fn

@@ -41,7 +41,18 @@ from ..ingest import IngestInterrupted, ingest
 )
 @click.option("--force", is_flag=True, help="Re-read files even when they are unchanged.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest_cmd(paths, out, workers, benchmark, split, condition, tags, meta_files, force, quiet) -> None:
+def ingest_cmd(
+    paths: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    benchmark: str | None,
+    split: str | None,
+    condition: str | None,
+    tags: tuple[str, ...],
+    meta_files: tuple[str, ...],
+    force: bool,
+    quiet: bool,
+) -> None:
     """Ingest trajectory files and folders from any supported runner into the lab OUT.
 
     Walks folders, detects each file's format, skips files that have not changed since the last

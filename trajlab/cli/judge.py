@@ -139,30 +139,30 @@ def _selection(only: str) -> str | list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
 @click.option("--progress/--no-progress", default=True)
 def run_cmd(
-    lab,
-    taxonomy,
-    model,
-    base_url,
-    api_key_env,
-    config,
-    rules,
-    dry_run,
-    only,
-    concurrency,
-    max_prompt_tokens,
-    max_windows,
-    timeout,
-    retries,
-    temperature,
-    price_in,
-    price_out,
-    compact,
-    response_format,
-    force,
-    no_cache,
-    no_redact,
-    as_json,
-    progress,
+    lab: str,
+    taxonomy: str,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    config: str | None,
+    rules: bool,
+    dry_run: bool,
+    only: str,
+    concurrency: int | None,
+    max_prompt_tokens: int | None,
+    max_windows: int | None,
+    timeout: float | None,
+    retries: int | None,
+    temperature: float | None,
+    price_in: float | None,
+    price_out: float | None,
+    compact: bool,
+    response_format: str | None,
+    force: bool,
+    no_cache: bool,
+    no_redact: bool,
+    as_json: bool,
+    progress: bool,
 ) -> None:
     """Judge the failed (or selected) trajectories of LAB."""
     the_lab = Lab.open(lab)
@@ -235,7 +235,16 @@ def run_cmd(
     "-k", "k", type=int, default=1, show_default=True, help="Tolerance for decisive step within +-k."
 )
 @click.option("--json", "as_json", is_flag=True)
-def eval_cmd(lab, gold, www, judge_kind, model, taxonomy, k, as_json) -> None:
+def eval_cmd(
+    lab: str,
+    gold: str | None,
+    www: bool,
+    judge_kind: str | None,
+    model: str | None,
+    taxonomy: str | None,
+    k: int,
+    as_json: bool,
+) -> None:
     """Score judge labels against human gold labels, or on Who&When."""
     if not gold and not www:
         raise click.UsageError("give --gold FILE or --who-and-when")
@@ -255,7 +264,7 @@ def eval_cmd(lab, gold, www, judge_kind, model, taxonomy, k, as_json) -> None:
 @click.argument("trajectory", required=False)
 @click.option("--judge", "judge_kind", type=click.Choice(["llm", "rules"]))
 @click.option("--format", "fmt", type=click.Choice(tabular.FORMATS), default="table", show_default=True)
-def show_cmd(lab, trajectory, judge_kind, fmt) -> None:
+def show_cmd(lab: str, trajectory: str | None, judge_kind: str | None, fmt: str) -> None:
     """List stored judge labels (or every field of one trajectory's labels)."""
     import pyarrow.compute as pc
 
@@ -289,7 +298,9 @@ def show_cmd(lab, trajectory, judge_kind, fmt) -> None:
 @click.option("--max-prompt-tokens", type=int, default=16_000, show_default=True)
 @click.option("--compact", is_flag=True)
 @click.option("--system", "with_system", is_flag=True, help="Also print the system prompt.")
-def render_cmd(lab, trajectory, taxonomy, max_prompt_tokens, compact, with_system) -> None:
+def render_cmd(
+    lab: str, trajectory: str, taxonomy: str, max_prompt_tokens: int, compact: bool, with_system: bool
+) -> None:
     """Print what the LLM judge would read for TRAJECTORY (redacted, within the token budget)."""
     settings = LLMSettings(
         model="render-only",

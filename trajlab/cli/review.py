@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -24,8 +26,10 @@ from ._inputs import read_ground_truth
 
 ANNOTATIONS_ENV = "TRAJLAB_ANNOTATIONS"
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _store_options(f):
+
+def _store_options(f: F) -> F:
     f = click.option(
         "--annotations",
         "annotations_dir",
@@ -38,7 +42,7 @@ def _store_options(f):
     return f
 
 
-def _taxonomy_option(f):
+def _taxonomy_option(f: F) -> F:
     return click.option(
         "--taxonomy", "-t", default="omni-failure", show_default=True, help="Taxonomy id or file."
     )(f)
@@ -56,7 +60,15 @@ def _taxonomy_option(f):
 @click.option("--limit", type=int, default=None, help="Stop after this many labels.")
 @click.option("--list", "list_only", is_flag=True, help="Print your queue in priority order and exit.")
 def review_cmd(
-    lab, annotator, annotations_dir, dataset, taxonomy, blind, reviewers, limit, list_only
+    lab: str,
+    annotator: str,
+    annotations_dir: str,
+    dataset: str,
+    taxonomy: str,
+    blind: bool,
+    reviewers: int,
+    limit: int | None,
+    list_only: bool,
 ) -> None:
     """Review judge labels of LAB in the terminal: one key to accept or pick a category, then a note.
 
@@ -100,7 +112,7 @@ def annotations_group() -> None:
 @click.option(
     "--taxonomy", "-t", default=None, help="Check against this taxonomy (default: each record's own)."
 )
-def validate_cmd(lab, annotations_dir, dataset, taxonomy) -> None:
+def validate_cmd(lab: str | None, annotations_dir: str, dataset: str, taxonomy: str | None) -> None:
     """List every problem of a dataset (with LAB: also unknown trajectories and steps)."""
     store = AnnotationStore(annotations_dir, dataset)
     if not store.files():
@@ -123,7 +135,7 @@ def validate_cmd(lab, annotations_dir, dataset, taxonomy) -> None:
     "--taxonomy", "-t", default=None, help="Check against this taxonomy (default: each record's own)."
 )
 @click.option("--skip-invalid", is_flag=True, help="Load the valid records and report the others.")
-def load_cmd(lab, annotations_dir, dataset, taxonomy, skip_invalid) -> None:
+def load_cmd(lab: str, annotations_dir: str, dataset: str, taxonomy: str | None, skip_invalid: bool) -> None:
     """Validate a dataset and load it into LAB's human_labels table (replacing its earlier load)."""
     report = AnnotationStore(annotations_dir, dataset).load_into_lab(
         Lab.open(lab), taxonomy, strict=not skip_invalid
@@ -148,7 +160,15 @@ def load_cmd(lab, annotations_dir, dataset, taxonomy, skip_invalid) -> None:
     help="Ground truth of a `trajlab examples` folder.",
 )
 @click.option("--annotator", "-a", default=None, help="Annotator name for the imported records.")
-def import_cmd(lab, annotations_dir, dataset, taxonomy, source, examples_dir, annotator) -> None:
+def import_cmd(
+    lab: str,
+    annotations_dir: str,
+    dataset: str,
+    taxonomy: str,
+    source: str | None,
+    examples_dir: str | None,
+    annotator: str | None,
+) -> None:
     """Append labels that ship with a dataset as annotation records (idempotent)."""
     the_lab = Lab.open(lab)
     store = AnnotationStore(annotations_dir, dataset)
@@ -190,7 +210,16 @@ def schema_cmd() -> None:
 @click.option("--by", "decided_by", default=None, help="Adjudicator name for --decide.")
 @click.option("--reason", default=None, help="Why, for --decide.")
 def adjudicate_cmd(
-    lab, annotations_dir, dataset, taxonomy, policy, min_reviewers, decide, step, decided_by, reason
+    lab: str,
+    annotations_dir: str,
+    dataset: str,
+    taxonomy: str,
+    policy: str,
+    min_reviewers: int,
+    decide: tuple[str, str] | None,
+    step: int | None,
+    decided_by: str | None,
+    reason: str | None,
 ) -> None:
     """Load the dataset's labels, resolve disagreements and write gold_labels."""
     the_lab = Lab.open(lab)
@@ -226,7 +255,7 @@ def adjudicate_cmd(
     "--taxonomy", "-t", "taxonomy_id", default=None, help="Taxonomy id (default: the most labeled)."
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
-def agreement_cmd(lab, k, taxonomy_id, as_json) -> None:
+def agreement_cmd(lab: str, k: int, taxonomy_id: str | None, as_json: bool) -> None:
     """Agreement of judges and human reviewers: kappas, alpha, per category, decisive steps, confusion."""
     report = agreement(Lab.open(lab), k=k, taxonomy_id=taxonomy_id)
     click.echo(report.to_json() if as_json else report.to_table())
@@ -242,7 +271,9 @@ def agreement_cmd(lab, k, taxonomy_id, as_json) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def propagate_cmd(lab, taxonomy, control, no_write, seed, as_json, quiet) -> None:
+def propagate_cmd(
+    lab: str, taxonomy: str, control: bool, no_write: bool, seed: int, as_json: bool, quiet: bool
+) -> None:
     """Train on reviewed labels, report cross-validated accuracy, predict unreviewed failures."""
     report = propagate(
         Lab.open(lab), taxonomy, write=not no_write, control=control, seed=seed, progress=not quiet

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 import click
 
 from .. import tabular
@@ -24,7 +26,15 @@ from ._output import check_outside_lab, write_out
     help="Rows shown in table/markdown output.",
 )
 @click.option("--views", is_flag=True, help="List the views available and exit.")
-def sql_cmd(lab, query, sql_file, fmt, out, max_rows, views) -> None:
+def sql_cmd(
+    lab: str,
+    query: str | None,
+    sql_file: IO[Any] | None,
+    fmt: str,
+    out: str | None,
+    max_rows: int,
+    views: bool,
+) -> None:
     """Run a read-only SQL QUERY over the views of LAB (trajectories, steps, tool_calls, ...)."""
     if out:
         check_outside_lab(out, lab)
