@@ -102,7 +102,7 @@ def refresh_tool_usage(
     return sorted(out, key=lambda f: order[f.key])
 
 
-def _write(lab, key: str, digest: str) -> tuple[Path, int]:
+def _write(lab: Lab, key: str, digest: str) -> tuple[Path, int]:
     """One key's counts, computed on the library's read-only connection (no user SQL), written here."""
     path = lab.root / TOOL_USAGE_DIR / digest / new_usage_name(key)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +137,7 @@ def _write(lab, key: str, digest: str) -> tuple[Path, int]:
     return path, rows
 
 
-def _prune(lab, digest: str) -> None:
+def _prune(lab: Lab, digest: str) -> None:
     """Delete counts of other versions of the steps, superseded files and crashed temporary files,
     once idle for STALE_GRACE_S.
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
 from .. import tabular
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 METADATA_KEY = b"trajlab.analysis"
 
@@ -67,12 +71,12 @@ class AnalysisResult:
     def columns(self) -> list[str]:
         return list(self.table.column_names)
 
-    def to_polars(self):  # -> polars.DataFrame
+    def to_polars(self) -> pl.DataFrame:
         import polars as pl
 
-        return pl.from_arrow(self.table)
+        return cast("pl.DataFrame", pl.from_arrow(self.table))  # a Table gives a DataFrame
 
-    def to_pandas(self):  # -> pandas.DataFrame
+    def to_pandas(self) -> pd.DataFrame:
         return self.table.to_pandas()
 
     def to_pylist(self) -> list[dict[str, Any]]:

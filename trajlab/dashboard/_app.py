@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import dash
 from dash import Input, Output, State, dcc, html
@@ -32,6 +32,9 @@ from ._panels import page_layout, register_panels
 from ._source import LabSource
 from ._spec import DashboardSpec, load_dashboards
 from ._text import clean_line
+
+if TYPE_CHECKING:
+    from flask import Response
 
 T = TypeVar("T")
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -177,13 +180,13 @@ def create_app(
     install_compression(server)
 
     @server.after_request
-    def _headers(resp):
+    def _headers(resp: Response) -> Response:
         for k, v in SECURITY_HEADERS.items():
             resp.headers.setdefault(k, v)
         return resp
 
     @server.route("/_trajlab/health")
-    def _health():
+    def _health() -> Response:
         snap = source.snapshot()
         n = snap.cursor().execute("SELECT count(*) FROM runs").fetchone()
         return jsonify(
@@ -196,7 +199,7 @@ def create_app(
         )
 
     @server.route("/_trajlab/timings")
-    def _timings():
+    def _timings() -> Response:
         with ctx._tlock:
             return jsonify({k: list(v) for k, v in ctx.timings.items()})
 

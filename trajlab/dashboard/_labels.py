@@ -332,7 +332,17 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         State("labels-version", "data"),
         prevent_initial_call=True,
     )
-    def _save(_a, _s, category, decisive, evidence, note, annotator, tid, version):
+    def _save(
+        _a: int | None,
+        _s: int | None,
+        category: str | None,
+        decisive: Any,
+        evidence: str | None,
+        note: str | None,
+        annotator: str | None,
+        tid: str,
+        version: int | None,
+    ) -> tuple[html.Div, Any]:
         accept = dash_ctx.triggered_id == "review-accept"
         try:
             res = submit_review(
@@ -358,7 +368,7 @@ def register_labels(app: Any, ctx: DashContext) -> None:
         State("selected-step", "data"),
         prevent_initial_call=True,
     )
-    def _use_selected(_n, step):
+    def _use_selected(_n: int | None, step: int | None) -> int:
         if step is None:
             raise PreventUpdate
         return step

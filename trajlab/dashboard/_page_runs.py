@@ -147,7 +147,15 @@ def register_runs(app: Any, ctx: DashContext) -> None:
         State({"type": "runs-filter", "name": ALL}, "id"),
         State("runs-config", "data"),
     )
-    def _page(values, search, page, page_size, sort_by, ids, config):
+    def _page(
+        values: list[list[str] | None],
+        search: str | None,
+        page: int | None,
+        page_size: int | None,
+        sort_by: list[dict[str, str]] | None,
+        ids: list[dict[str, str]],
+        config: dict[str, Any] | None,
+    ) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]], Any, html.Div | None]:
         filters = {i["name"]: v or [] for i, v in zip(ids, values) if i["name"] in RUN_FILTERS}
         for name, fixed in ((config or {}).get("fixed") or {}).items():
             filters[name] = list(fixed)
@@ -180,7 +188,7 @@ def register_runs(app: Any, ctx: DashContext) -> None:
         Input("runs-table", "active_cell"),
         prevent_initial_call=True,
     )
-    def _open(active):
+    def _open(active: dict[str, Any] | None) -> str:
         if not active or not active.get("row_id"):
             raise PreventUpdate
         return f"/trajectory/{active['row_id']}"

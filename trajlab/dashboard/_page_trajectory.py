@@ -272,7 +272,15 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("dag-opts", "data"),
         prevent_initial_call=True,  # the page brings its first drawing
     )
-    def _draw(tid, collapse, min_run, agents, expanded, _v, opts):
+    def _draw(
+        tid: str | None,
+        collapse: Any,
+        min_run: Any,
+        agents: list[str] | None,
+        expanded: list[str] | None,
+        _v: int | None,
+        opts: dict[str, Any] | None,
+    ) -> str:
         if not tid:
             raise PreventUpdate
         view = ctx.timed("dag-view", lambda: dag_view(ctx, tid, collapse, min_run, agents, expanded))
@@ -302,7 +310,9 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("dag-agents", "value"),
         prevent_initial_call=True,
     )
-    def _tap(node, expanded, agents):
+    def _tap(
+        node: dict[str, Any] | None, expanded: list[str] | None, agents: list[str] | None
+    ) -> tuple[Any, Any, Any]:
         if not node:
             raise PreventUpdate
         if node.get("kind") == "group":
@@ -317,7 +327,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("traj-id", "data"),
         prevent_initial_call=True,
     )
-    def _timeline_tab(tab, tid):
+    def _timeline_tab(tab: str | None, tid: str | None) -> html.Div:
         if tab != "timeline" or not tid:
             raise PreventUpdate
         return _timeline(ctx, ctx.trajectories.get(ctx, tid))
@@ -327,7 +337,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         Input("timeline", "active_cell"),
         prevent_initial_call=True,
     )
-    def _row(active):
+    def _row(active: dict[str, Any] | None) -> int:
         if not active or active.get("row_id") is None:
             raise PreventUpdate
         return int(active["row_id"])
@@ -338,7 +348,7 @@ def register_trajectory(app: Any, ctx: DashContext) -> None:
         State("traj-id", "data"),
         prevent_initial_call=True,  # the page renders the inspector of its `step=N`
     )
-    def _inspect(step, tid):
+    def _inspect(step: int | None, tid: str | None) -> list[Any]:
         if step is None or not tid:
             raise PreventUpdate
         return inspector(ctx, ctx.trajectories.get(ctx, tid), int(step))

@@ -399,7 +399,7 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         State({"type": "page-filter", "page": ALL, "filter": ALL}, "id"),
         prevent_initial_call=True,
     )
-    def _values(values, ids):
+    def _values(values: list[Any], ids: list[dict[str, Any]]) -> dict[str, Any]:
         return {i["filter"]: v for i, v in zip(ids, values)}
 
     @app.callback(
@@ -410,7 +410,13 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         Input("annotator", "value"),
         State({"type": "figure-control", "page": MATCH, "idx": MATCH, "option": ALL}, "id"),
     )
-    def _body(pid, values, control_values, annotator, control_ids):
+    def _body(
+        pid: dict[str, Any],
+        values: dict[str, Any] | None,
+        control_values: list[Any],
+        annotator: str | None,
+        control_ids: list[dict[str, Any]],
+    ) -> Any:
         try:
             page = ctx.spec.page(pid["page"])
             panel = page.panels[pid["idx"]]
@@ -439,7 +445,7 @@ def register_panels(app: Any, ctx: DashContext) -> None:
         Input({"type": "nav-table", "page": ALL, "idx": ALL}, "active_cell"),
         prevent_initial_call=True,
     )
-    def _open(cells):
+    def _open(cells: list[dict[str, Any] | None] | None) -> str:
         trig = dash_ctx.triggered_id
         if not isinstance(trig, dict):
             raise PreventUpdate

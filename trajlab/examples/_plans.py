@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._tasks import Task
 
@@ -113,7 +114,7 @@ class _Builder:
         code: int | None = 0,
         tool: str = "bash",
         dur: float | None = None,
-        **kw,
+        **kw: Any,
     ) -> Act:
         a = Act(
             "call",
@@ -128,7 +129,7 @@ class _Builder:
         self.acts.append(a)
         return a
 
-    def final(self, answer: str, text: str | None = None, **kw) -> Act:
+    def final(self, answer: str, text: str | None = None, **kw: Any) -> Act:
         a = Act("final", text=text or f"The answer is {answer}.", **kw)
         self.acts.append(a)
         return a

@@ -17,10 +17,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._plans import Act, Plan
 from ._tasks import Task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in a sandbox with ffmpeg, ffprobe, python3 and common CLI tools. "
@@ -92,7 +95,7 @@ class _Tokens:
         return u
 
 
-def _clock(spec: RunSpec):
+def _clock(spec: RunSpec) -> Callable[[float], datetime]:
     t = spec.started
 
     def tick(seconds: float) -> datetime:

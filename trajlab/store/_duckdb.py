@@ -200,7 +200,9 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
             check_readonly(con, m.group(1))
 
 
-def run_readonly(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None):
+def run_readonly(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None
+) -> duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection:
     """Execute user SQL read-only; DuckDB's error message plus the view names on failure."""
     check_readonly(con, sql)
     try:
@@ -210,7 +212,7 @@ def run_readonly(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | d
         raise QueryError(f"{e}\nviews available: {', '.join(view_names(con))}") from e
 
 
-def fetch_arrow(result: Any):  # -> pyarrow.Table
+def fetch_arrow(result: Any) -> pa.Table:
     """A DuckDB relation or cursor result as an Arrow table, across DuckDB versions."""
     import warnings
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:  # imported where used: pyarrow.dataset imports pandas (0.4 s of every CLI command)
+    import duckdb
+    import pandas as pd
+    import polars as pl
     import pyarrow.dataset as ds
 
 from .. import __version__
@@ -43,6 +46,8 @@ from ._select import rows_where
 from ._transaction import NO_SPACE, STAGING, Transaction, _no_space, table_schema
 
 __all__ = ["STAGING", "Lab", "Transaction", "table_schema"]
+
+T = TypeVar("T")
 
 
 class Lab:
@@ -193,7 +198,7 @@ class Lab:
         files = [str(f) for f in self.files(table)]
         return ds.dataset(files, schema=schema, format="parquet")
 
-    def _retrying(self, fn, table: str):
+    def _retrying(self, fn: Callable[[], T], table: str) -> T:
         """Run a read; if a concurrent writer removed a part we were about to read, reload and retry.
         A part that stays missing or cannot be read is a LabError naming the table (and pyarrow's the file)."""
         for attempt in range(5):
@@ -257,15 +262,15 @@ class Lab:
         t = self.read_trajectory("steps", trajectory_id, columns)
         return t.sort_by("step_index") if "step_index" in t.column_names else t
 
-    def to_polars(self, table: str, columns: Sequence[str] | None = None):  # -> polars.DataFrame
+    def to_polars(self, table: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
         import polars as pl
 
-        return pl.from_arrow(self.read(table, columns))
+        return cast("pl.DataFrame", pl.from_arrow(self.read(table, columns)))  # a Table gives a DataFrame
 
-    def to_pandas(self, table: str, columns: Sequence[str] | None = None):  # -> pandas.DataFrame
+    def to_pandas(self, table: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         return self.read(table, columns).to_pandas()
 
-    def connect(self):  # -> duckdb.DuckDBPyConnection
+    def connect(self) -> duckdb.DuckDBPyConnection:
         """A read-only DuckDB connection with one view per table (see `trajlab.store.connect`)."""
         from ._duckdb import connect
 
