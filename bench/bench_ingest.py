@@ -16,6 +16,11 @@ fresh subprocess, in interleaved order, so that each mode sees the same page cac
             processes at once, each of half the files into its own lab; ingest-2 / ingest-1x2 is how
             near the pool comes to what two cores give this (Python-bound, cache-hungry) work
   ingest-N  `trajlab.ingest.ingest(..., workers=N)` into a fresh lab
+  phases    ingest's stages one after the other in one thread, each timed alone: unit digests, the
+            adapters (reading, JSON and the adapters' own Python), finishing the rows (ids, tool
+            normalization left to it, timestamps, counts), Arrow conversion, Parquet encoding (LZ4,
+            into memory). Prints each stage against `parse` and the floor a one-process ingest keeps
+            with its adapters' own Python removed: parse-only + finish + Arrow conversion
   MODE:1cpu the same confined to one CPU (sched_setaffinity, inherited by its threads): ingest-1
             uses more than one core by itself (pyarrow encodes and writes Parquet in its own threads),
             so ingest-1:1cpu -> ingest-2 is the speed-up from one core to two
@@ -123,6 +128,50 @@ elif mode == "naive":
         n += len(recs)
         pd.DataFrame(recs).to_parquet(os.path.join(scratch, f"{i}.parquet"))
     out.update(seconds=time.perf_counter() - t0, cpu=time.process_time() - c0, records=n)
+elif mode == "phases":
+    # ingest's stages one after the other in this one thread, each on its own clock: where a
+    # one-process ingest's time goes (the real ingest overlaps Parquet encoding on a writer thread)
+    import io
+    from datetime import datetime, timezone
+    import pyarrow.parquet as pq
+    from trajlab.formats import get_adapter
+    from trajlab.formats._finish import finish_trajectory
+    from trajlab.formats._read import ParseContext
+    from trajlab.ingest._discover import discover
+    from trajlab.ingest._parts import _STEP_DEFAULTS, _STEP_SCHEMA, _TRAJ_DEFAULTS, _TRAJ_SCHEMA
+    from trajlab.ingest._worker import GC_THRESHOLD, unit_digest
+    from trajlab.store._parts import parquet_options, rows_to_table
+    warm()
+    import gc
+    gc.set_threshold(*GC_THRESHOLD)
+    units = discover([corpus]).units
+    now = datetime.now(timezone.utc)
+    ph = dict.fromkeys(("digest", "adapters", "finish", "arrow", "parquet"), 0.0)
+    clock = time.perf_counter
+    t0 = clock(); c0 = time.process_time(); n = steps_n = 0
+    pending_s, pending_t = [], []
+    def flush():
+        a = clock()
+        st = rows_to_table(pending_s, _STEP_SCHEMA, _STEP_DEFAULTS)
+        tt = rows_to_table(pending_t, _TRAJ_SCHEMA, _TRAJ_DEFAULTS)
+        b = clock()
+        for table in (st, tt):
+            pq.write_table(table, io.BytesIO(), **parquet_options(table.schema))
+        ph["arrow"] += b - a; ph["parquet"] += clock() - b
+        pending_s.clear(); pending_t.clear()
+    for u in units:
+        a = clock(); u.digest = unit_digest(u.files); ph["digest"] += clock() - a
+        ad = get_adapter(u.adapter); ctx = ParseContext(u, ad.runner)
+        a = clock(); parsed = list(ad.parse(u, ctx)); b = clock()
+        for pt in parsed:
+            t, s = finish_trajectory(pt, u, ad.runner, ad.name, now, {})
+            pending_t.append(t); pending_s.extend(s)
+        ph["adapters"] += b - a; ph["finish"] += clock() - b
+        n += ctx.records_seen; steps_n += sum(len(pt.steps) for pt in parsed)
+        if len(pending_s) >= 20_000:
+            flush()
+    flush()
+    out.update(seconds=clock() - t0, cpu=time.process_time() - c0, records=n, steps=steps_n, phases=ph)
 elif mode == "ingest-1x2":
     # the 2-process ceiling of the ingest's own work: two independent single-process ingests at once,
     # each of half the bytes into its own lab (split as for parse-2); no pool, no shared commit
@@ -452,6 +501,28 @@ def main() -> None:
     for k, v in paired.items():
         each = ", ".join(f"{x:.2f}" for x in v["all"])
         print(f"- {k}, paired by round: median {v['median']:.2f}x ({each})")
+    if "phases" in results:
+        ph = {
+            k: statistics.median(r["phases"][k] for r in results["phases"])
+            for k in results["phases"][0]["phases"]
+        }
+        base = summary["parse"]["median_s"] if "parse" in summary else None
+        print(
+            "\nphases of a one-process ingest, one after the other (median s"
+            + (", x parse-only" if base else "")
+            + "):"
+        )
+        for k, v in ph.items():
+            print(f"- {k}: {v:.2f} s" + (f" ({v / base:.2f}x)" if base else ""))
+        if base:
+            own = ph["adapters"] - base
+            floor = base + ph["finish"] + ph["arrow"]
+            print(
+                f"- the adapters' own Python (adapters - parse-only): {own:.2f} s\n"
+                f"- floor without it (parse-only + finish + arrow; Parquet on the writer thread): {floor:.2f} s "
+                f"= {base / floor:.2f}x of parse-only throughput (goal 0.5x: at most {2 * base:.2f} s)"
+            )
+        summary["phases"]["stages_s"] = ph
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(
         json.dumps(
