@@ -241,7 +241,7 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
             for v in ctx["actions"]
             if v < answer and nodes[v]["status"] == "no-output" and nodes[v]["tool"] not in SETUP_TOOLS
         ]
-        for k, v in enumerate(reversed(hidden[-3:])):
+        for k, v in enumerate(hidden[-3:][::-1]):
             r.add(
                 v,
                 "unobserved_source",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from ._read import (
     HEAD_BYTES,
@@ -299,6 +300,7 @@ __all__ = [
 ]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # runners' adapters and plugins subclass it
 class Adapter:
     """Base class of a format adapter. Subclasses set the class attributes and implement parse()."""
 

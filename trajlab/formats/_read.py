@@ -26,7 +26,7 @@ HEAD_BYTES = 65_536
 KEEP_RAW_RECORD = 256 << 20  # raw bytes of one quarantined record are kept up to this size
 KEEP_RAW_UNIT = 512 << 20  # and up to this much per source unit (beyond: only the size is recorded)
 FIRST_LINE_MAX = 64 << 20  # sniffing reads at most this much to see a whole first line
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")  # mypyc takes no surrogate literals
 
 
 @dataclass

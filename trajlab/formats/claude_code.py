@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from ._base import (
     Adapter,
     CallLinker,
@@ -108,16 +110,17 @@ class _Transcript:
         self.meta: dict[str, Any] = {}
         self.version: str | None = None
         self.session_id: str | None = None
-        self.spawned: dict[str, str] = {}  # agentId -> spawning call id
+        self.spawned: dict[str, Any] = {}  # agentId -> spawning call id (as the transcript wrote it)
         # parent tool use id -> embedded sub-agent lines (line number, message), deduplicated by uuid
-        self.progress: dict[str, list[tuple[int | None, dict[str, Any]]]] = {}
+        self.progress: dict[Any, list[tuple[int | None, dict[str, Any]]]] = {}
         self.progress_seen: set[str] = set()
-        self.progress_agent: dict[str, str] = {}  # parent tool use id -> agentId
+        self.progress_agent: dict[Any, str] = {}  # parent tool use id (any JSON value) -> agentId
         self.last_uuid: str | None = None
         self.pending_compaction: dict[str, Any] | None = None
         self.last_ts: Any = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # plugins may extend it
 class ClaudeCodeAdapter(Adapter):
     name = "claude-code"
     runner = "claude_code"
@@ -190,7 +193,7 @@ class ClaudeCodeAdapter(Adapter):
         final = next(
             (
                 s.get("text")
-                for s in reversed(steps)
+                for s in steps[::-1]
                 if s.get("kind") == "assistant" and s.get("agent_id") == main.agent_id
             ),
             None,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from ..normalize import normalize_call
 from ._base import (
@@ -160,11 +161,12 @@ class _State:
         self.search_ids: dict[str, str] = {}  # query -> call id from web_search_end
         self.last_usage: dict[str, Any] | None = None
         self.model_step: dict[str, Any] | None = None  # last step of the current model response
-        self.models: list[str] = []
+        self.models: list[Any] = []  # as the rollout wrote them (a damaged line may hold a non-string)
         self.native: str | None = None
         self.event_task: str | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # plugins may extend it
 class CodexRolloutAdapter(Adapter):
     name = "codex-rollout"
     runner = "codex"
@@ -540,9 +542,7 @@ class CodexRolloutAdapter(Adapter):
         for s in st.link.unresolved():
             st.anomalies.append(f"call without result {s.get('call_id')}")
         if not t.get("final_answer"):
-            t["final_answer"] = next(
-                (s.get("text") for s in reversed(steps) if s["kind"] == "assistant"), None
-            )
+            t["final_answer"] = next((s.get("text") for s in steps[::-1] if s["kind"] == "assistant"), None)
         t["model"] = st.models[-1] if st.models else None
         if len(st.models) > 1:
             st.meta["models"] = st.models
