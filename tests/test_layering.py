@@ -21,6 +21,8 @@ LAYER = {
     "sigutil": 0,
     "batching": 0,
     "py": 0,
+    "_compiled": 0,
+    "compiled": 0,
     "formats": 1,
     "store": 2,
     "ingest": 3,
