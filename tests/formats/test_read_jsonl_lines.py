@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from trajlab.formats import ParseContext, SourceUnit, read_jsonl
@@ -51,5 +52,5 @@ def test_reject_line_is_reject_of_the_record(tmp_path: Path) -> None:
         if line == 2:
             b.reject_line(path, line, off, raw, "line 2: not an object")
     assert (b.records_seen, b.records_ingested, b.records_quarantined) == (2, 1, 1)
-    assert [vars(q) for q in b.quarantined] == [vars(q) for q in a.quarantined]
+    assert [asdict(q) for q in b.quarantined] == [asdict(q) for q in a.quarantined]
     assert b.quarantined[0].raw == b'["no"]\n' and b.quarantined[0].byte_offset == 9
