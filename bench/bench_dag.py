@@ -3,6 +3,7 @@
     python bench/bench_dag.py                          # 1M steps, labs cached in /tmp/trajlab-bench-dag
     python bench/bench_dag.py --steps 200000 --repeat 3
     python bench/bench_dag.py --rebuild                # synthesize the labs again
+    python bench/bench_dag.py --python-too             # also build-1 as plain Python
 
 What is timed (medians over --repeat runs of wall time and of CPU time, the process plus its workers;
 every run is a fresh process, so its peak RSS is its own):
@@ -17,6 +18,8 @@ every run is a fresh process, so its peak RSS is its own):
 - build      : the same with the default worker processes (CPU count, up to 4): the parent plans tasks
                (runs of row groups and the trajectories starting in them) and commits; each worker
                reads its tasks' row groups, builds, and writes its own part files
+- build-1:py : (with --python-too) build-1 with trajlab's mypyc-compiled modules imported from their Python
+               source (TRAJLAB_PURE_PYTHON=1): what the compilation buys
 
 The goal compares wall time with read-rows, one process reading the steps into row dicts; the build
 turns timestamps into POSIX seconds instead of datetimes and makes its dicts in C, which makes its own
@@ -300,11 +303,17 @@ def _child(mode: str, lab_path: str) -> None:
 
 
 def _run(mode: str, lab: Path) -> dict[str, Any]:
+    """One fresh process; `MODE:py` runs MODE with trajlab's compiled modules imported from their Python
+    source (TRAJLAB_PURE_PYTHON=1), the baseline of what compiling them buys."""
+    env = dict(os.environ)
+    if mode.endswith(":py"):
+        mode, env["TRAJLAB_PURE_PYTHON"] = mode[: -len(":py")], "1"
     out = subprocess.run(
         [sys.executable, __file__, "--child", mode, "--lab", str(lab)],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -315,6 +324,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rebuild", action="store_true", help="synthesize the labs again")
+    ap.add_argument(
+        "--python-too",
+        action="store_true",
+        help="also time build-1 with the compiled modules run as plain Python (build-1:py)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--lab", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -332,7 +346,14 @@ def main() -> None:
     size_mb = sum(f.stat().st_size for f in info.files("steps")) / 1e6
     print(f"lab {big}: {info.rows('steps'):,} steps in {info.rows('trajectories'):,} trajectories")
     print(f"  {size_mb:,.0f} MB of steps parquet; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    modes = ("read-arrow", "read-rows", "read-own", "build-1", "build")
+    modes = (
+        "read-arrow",
+        "read-rows",
+        "read-own",
+        "build-1",
+        "build",
+        *(("build-1:py",) if a.python_too else ()),
+    )
     results: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for r in range(a.repeat):  # interleaved so slow periods of a shared machine hit every mode alike
         for mode in results:
@@ -367,6 +388,12 @@ def main() -> None:
         print(f"  {m:<8} / read-own   = {w:5.2f}x wall; {c:5.2f}x CPU  (the build's own reader)")
         w, c = med[m] / med["read-arrow"], cpu[m] / cpu["read-arrow"]
         print(f"  {m:<8} / read-arrow = {w:5.2f}x wall; {c:5.2f}x CPU")
+    if "build-1:py" in med:
+        per = [p["seconds"] / c["seconds"] for p, c in zip(results["build-1:py"], results["build-1"])]
+        print(
+            f"  build-1:py / read-rows = {med['build-1:py'] / med['read-rows']:5.2f}x wall; compiled build-1 is "
+            f"{statistics.median(per):.2f}x faster than as plain Python (paired by round)"
+        )
     n_workers = min(os.cpu_count() or 1, 4)
     path = max(own, wcpu / n_workers)
     print(
