@@ -388,6 +388,11 @@ def main() -> None:
         print(f"  {m:<8} / read-own   = {w:5.2f}x wall; {c:5.2f}x CPU  (the build's own reader)")
         w, c = med[m] / med["read-arrow"], cpu[m] / cpu["read-arrow"]
         print(f"  {m:<8} / read-arrow = {w:5.2f}x wall; {c:5.2f}x CPU")
+        # each round's build against the read of the same round: a slow spell of a shared machine then
+        # hits both sides of a ratio, not only one of the medians
+        per = [b["seconds"] / r["seconds"] for b, r in zip(results[m], results["read-rows"])]
+        rounds = ", ".join(f"{x:.2f}" for x in per)
+        print(f"  {m:<8} / read-rows, paired by round: median {statistics.median(per):.2f}x ({rounds})")
     if "build-1:py" in med:
         per = [p["seconds"] / c["seconds"] for p, c in zip(results["build-1:py"], results["build-1"])]
         print(
