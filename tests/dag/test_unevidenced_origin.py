@@ -39,6 +39,25 @@ def test_a_value_a_tool_output_shows_has_evidence() -> None:
     assert _origins(_chat("It opened in 1987.", output="ids 19870 and v1987x"))
 
 
+def test_shown_texts_are_searched_apart() -> None:
+    """The shown texts are searched as one string: a value is not made of the end of one and the start
+    of the next, and a text's edge is a boundary like a string's."""
+
+    def run(output: str, reply: str) -> Run:
+        r = Run(final_answer="1987")
+        r.user("In which year did the lighthouse open?")
+        r.call("web_search", {"query": "lighthouse"}, output, agent_id="WebSurfer")
+        r.user(reply)  # shown right after the output
+        r.say("It opened in 1987.", agent_id="Historian")
+        r.say("Summary.\nFINAL ANSWER: 1987", agent_id="Planner")
+        return r
+
+    [c] = _origins(run("the archive lists 19", "87 pages more?"))
+    assert c["step_index"] == 3
+    assert not _origins(run("opened: 1987", "more?"))
+    assert not _origins(run("more", "1987, it says"))
+
+
 def test_a_value_typed_into_a_tool_argument_has_evidence() -> None:
     r = _chat("It opened in 1987.")
     r.steps[2]["arguments"] = '{"query": "lighthouse opened 1987"}'
