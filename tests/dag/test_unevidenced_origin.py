@@ -40,7 +40,7 @@ def test_a_value_a_tool_output_shows_has_evidence() -> None:
 
 
 def test_shown_texts_are_searched_apart() -> None:
-    """The shown texts are searched as one string: a value is not made of the end of one and the start
+    """Each shown text is searched on its own: a value is not made of the end of one text and the start
     of the next, and a text's edge is a boundary like a string's."""
 
     def run(output: str, reply: str) -> Run:
