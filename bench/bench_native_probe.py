@@ -15,6 +15,14 @@ the GIL released. Modes, each in a fresh process, interleaved:
   native-1    read each file and parse it with the probe, one thread
   native-2    the same on two threads of this one process (the probe releases the GIL), files split in
               two halves of equal bytes
+  columns-1   read each file, parse it and build step columns in Arrow's layout (kind, text, call id,
+              tool name, arguments, output, timestamp, exit code; one row per message, reasoning, tool
+              call or tool result), handed to pyarrow as buffers (`pa.Array.from_buffers`): the
+              mechanics of a JSON-to-Arrow core, not the adapters' rules (no finishing, no tool
+              normalization, no ids), so a floor for such a core, not its speed
+  columns-2   the same on two threads of this one process
+
+Before timing, one columns-1 run validates every Arrow array it builds (`Table.validate(full=True)`).
 
 Needs cargo and `apt-get install librust-pyo3-dev librust-serde-json-dev`; says what is missing otherwise.
 """
@@ -37,6 +45,7 @@ OUT = HERE / "out" / "native_probe"
 WORKER = r"""
 import glob, json, os, sys, time, threading
 mode, corpus, lib = sys.argv[1], sys.argv[2], sys.argv[3]
+VALIDATE = len(sys.argv) > 4
 files = sorted(glob.glob(os.path.join(corpus, "**", "*.jsonl"), recursive=True))
 if mode == "parse":
     import orjson
@@ -48,12 +57,30 @@ if mode == "parse":
                 loads(line); n += 1
 else:
     sys.path.insert(0, lib)
-    from trajlab_native_probe import parse_typed
+    import pyarrow as pa
+    from trajlab_native_probe import parse_typed, step_columns
+    def table(cols):
+        arrays, names = [], []
+        for name, n, nulls, valid, offsets, data in cols:
+            validity = pa.py_buffer(valid) if nulls else None
+            if name == "exit_code":
+                arrays.append(pa.Array.from_buffers(pa.int64(), n, [validity, pa.py_buffer(offsets)], nulls))
+            else:
+                arrays.append(pa.Array.from_buffers(
+                    pa.string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], nulls))
+            names.append(name)
+        return pa.Table.from_arrays(arrays, names=names)
     def work(part, out):
         n = 0
         for f in part:
             with open(f, "rb") as fh:
-                n += parse_typed(fh.read())[0]
+                if mode.startswith("columns"):
+                    t = table(step_columns(fh.read()))
+                    if VALIDATE:
+                        t.validate(full=True)
+                    n += t.num_rows
+                else:
+                    n += parse_typed(fh.read())[0]
         out.append(n)
     halves, load = ([], []), [0, 0]
     for f in sorted(files, key=os.path.getsize, reverse=True):
@@ -61,7 +88,7 @@ else:
         halves[k].append(f); load[k] += os.path.getsize(f)
     counts = []
     t0 = time.perf_counter(); c0 = time.process_time()
-    if mode == "native-1":
+    if mode in ("native-1", "columns-1"):
         work(files, counts)
     else:
         th = threading.Thread(target=work, args=(halves[1], counts))
@@ -89,9 +116,9 @@ def build() -> Path:
     return OUT
 
 
-def measure(mode: str, corpus: Path, lib: Path) -> dict:
+def measure(mode: str, corpus: Path, lib: Path, validate: bool = False) -> dict:
     r = subprocess.run(
-        [sys.executable, "-c", WORKER, mode, str(corpus), str(lib)],
+        [sys.executable, "-c", WORKER, mode, str(corpus), str(lib), *(["validate"] if validate else [])],
         capture_output=True,
         text=True,
         check=True,
@@ -108,22 +135,26 @@ def main() -> None:
         raise SystemExit(f"no corpus at {a.corpus}: run bench/bench_ingest.py (or synth_rollouts.py) first")
     lib = build()
     total = sum(f.stat().st_size for f in a.corpus.rglob("*.jsonl"))
-    modes = ["parse", "native-1", "native-2"]
+    checked = measure("columns-1", a.corpus, lib, validate=True)  # every Arrow array validated in full
+    print(f"columns: {checked['records']:,} step rows, every array valid", file=sys.stderr)
+    modes = ["parse", "native-1", "native-2", "columns-1", "columns-2"]
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     for r in range(a.runs):
         for m in modes if r % 2 == 0 else modes[::-1]:
             res = measure(m, a.corpus, lib)
             runs[m].append(res)
-            print(f"run {r + 1} {m:9s} {res['seconds']:6.2f} s  {res['records']:,} records", file=sys.stderr)
-    counts = {m: {x["records"] for x in rs} for m, rs in runs.items()}
-    if len(set().union(*counts.values())) != 1:
-        raise SystemExit(f"the modes saw different record counts: {counts}")
+            what = "step rows" if m.startswith("columns") else "records"
+            print(f"run {r + 1} {m:9s} {res['seconds']:6.2f} s  {res['records']:,} {what}", file=sys.stderr)
+    for group in (modes[:3], modes[3:]):  # records parsed; step rows built
+        counts = {m: {x["records"] for x in runs[m]} for m in group}
+        if len(set().union(*counts.values())) != 1:
+            raise SystemExit(f"the modes saw different counts: {counts}")
     print(f"\n{total / 1e6:.0f} MB; medians of {a.runs} runs (wall s / CPU s):")
     med = {m: statistics.median(x["seconds"] for x in rs) for m, rs in runs.items()}
     for m, rs in runs.items():
         cpu = statistics.median(x["cpu"] for x in rs)
         print(f"- {m}: {med[m]:.2f} / {cpu:.2f} ({total / 1e6 / med[m]:.0f} MB/s)")
-    for m in ("native-1", "native-2"):
+    for m in modes[1:]:
         per = [p["seconds"] / x["seconds"] for p, x in zip(runs["parse"], runs[m])]
         print(f"- {m} / parse-only throughput, paired by round: median {statistics.median(per):.2f}x")
 
