@@ -188,27 +188,29 @@ struct Steps {
     exit_code: IntCol,
 }
 
+/// One step row; the fields a record does not have stay `None`.
+#[derive(Default)]
+struct Step<'s> {
+    kind: &'s str,
+    text: Option<&'s str>,
+    call_id: Option<&'s str>,
+    tool_name: Option<&'s str>,
+    arguments: Option<&'s str>,
+    output: Option<&'s str>,
+    timestamp: Option<&'s str>,
+    exit_code: Option<i64>,
+}
+
 impl Steps {
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        kind: &str,
-        text: Option<&str>,
-        call_id: Option<&str>,
-        tool_name: Option<&str>,
-        arguments: Option<&str>,
-        output: Option<&str>,
-        timestamp: Option<&str>,
-        exit_code: Option<i64>,
-    ) {
-        self.kind.push(Some(kind));
-        self.text.push(text);
-        self.call_id.push(call_id);
-        self.tool_name.push(tool_name);
-        self.arguments.push(arguments);
-        self.output.push(output);
-        self.timestamp.push(timestamp);
-        self.exit_code.push(exit_code);
+    fn add(&mut self, s: Step) {
+        self.kind.push(Some(s.kind));
+        self.text.push(s.text);
+        self.call_id.push(s.call_id);
+        self.tool_name.push(s.tool_name);
+        self.arguments.push(s.arguments);
+        self.output.push(s.output);
+        self.timestamp.push(s.timestamp);
+        self.exit_code.push(s.exit_code);
     }
 }
 
@@ -230,53 +232,45 @@ fn joined(content: &Option<Content>) -> Option<String> {
 /// Step columns of one record (a Codex rollout line or a Claude Code transcript line): the mechanics a
 /// compiled ingest core needs (typed parse, one row per step, Arrow buffers), not the adapters' rules.
 fn record_steps(rec: &Line, out: &mut Steps) {
-    let ts = rec.timestamp.as_deref();
+    let timestamp = rec.timestamp.as_deref();
     if let Some(p) = &rec.payload {
         if rec.typ.as_deref() != Some("response_item") {
             return;
         }
         match p.typ.as_deref() {
             Some("message") => {
-                let kind = if p.role.as_deref() == Some("assistant") {
-                    "assistant"
-                } else {
-                    "user"
-                };
-                out.add(
-                    kind,
-                    joined(&p.content).as_deref(),
-                    None,
-                    None,
-                    None,
-                    None,
-                    ts,
-                    None,
-                );
+                let assistant = p.role.as_deref() == Some("assistant");
+                let text = joined(&p.content);
+                out.add(Step {
+                    kind: if assistant { "assistant" } else { "user" },
+                    text: text.as_deref(),
+                    timestamp,
+                    ..Default::default()
+                });
             }
-            Some("reasoning") => out.add("reasoning", None, None, None, None, None, ts, None),
+            Some("reasoning") => out.add(Step {
+                kind: "reasoning",
+                timestamp,
+                ..Default::default()
+            }),
             Some("function_call") | Some("custom_tool_call") | Some("local_shell_call") => {
-                let args = p.arguments.as_deref().or(p.input.as_deref());
-                out.add(
-                    "tool_call",
-                    None,
-                    p.call_id.as_deref(),
-                    p.name.as_deref(),
-                    args,
-                    None,
-                    ts,
-                    None,
-                )
+                out.add(Step {
+                    kind: "tool_call",
+                    call_id: p.call_id.as_deref(),
+                    tool_name: p.name.as_deref(),
+                    arguments: p.arguments.as_deref().or(p.input.as_deref()),
+                    timestamp,
+                    ..Default::default()
+                })
             }
-            Some("function_call_output") | Some("custom_tool_call_output") => out.add(
-                "tool_result",
-                None,
-                p.call_id.as_deref(),
-                None,
-                None,
-                p.output.as_deref(),
-                ts,
-                p.exit_code,
-            ),
+            Some("function_call_output") | Some("custom_tool_call_output") => out.add(Step {
+                kind: "tool_result",
+                call_id: p.call_id.as_deref(),
+                output: p.output.as_deref(),
+                timestamp,
+                exit_code: p.exit_code,
+                ..Default::default()
+            }),
             _ => {}
         }
         return;
@@ -287,52 +281,47 @@ fn record_steps(rec: &Line, out: &mut Steps) {
     } else {
         "user"
     };
-    match &m.content {
-        Some(Content::Text(t)) => out.add(kind, Some(t), None, None, None, None, ts, None),
-        Some(Content::Blocks(bs)) => {
-            for b in bs {
-                match b.typ.as_deref() {
-                    Some("text") => {
-                        out.add(kind, b.text.as_deref(), None, None, None, None, ts, None)
-                    }
-                    Some("thinking") => out.add(
-                        "reasoning",
-                        b.thinking.as_deref(),
-                        None,
-                        None,
-                        None,
-                        None,
-                        ts,
-                        None,
-                    ),
-                    Some("tool_use") => out.add(
-                        "tool_call",
-                        None,
-                        b.id.as_deref(),
-                        b.name.as_deref(),
-                        None,
-                        None,
-                        ts,
-                        None,
-                    ),
-                    Some("tool_result") => {
-                        let text = joined(&b.content);
-                        out.add(
-                            "tool_result",
-                            None,
-                            b.tool_use_id.as_deref(),
-                            None,
-                            None,
-                            text.as_deref(),
-                            ts,
-                            None,
-                        )
-                    }
-                    _ => {}
-                }
-            }
+    let blocks = match &m.content {
+        Some(Content::Text(t)) => {
+            out.add(Step {
+                kind,
+                text: Some(t),
+                timestamp,
+                ..Default::default()
+            });
+            return;
         }
-        None => {}
+        Some(Content::Blocks(bs)) => bs,
+        None => return,
+    };
+    for b in blocks {
+        let result = joined(&b.content);
+        let step = match b.typ.as_deref() {
+            Some("text") => Step {
+                kind,
+                text: b.text.as_deref(),
+                ..Default::default()
+            },
+            Some("thinking") => Step {
+                kind: "reasoning",
+                text: b.thinking.as_deref(),
+                ..Default::default()
+            },
+            Some("tool_use") => Step {
+                kind: "tool_call",
+                call_id: b.id.as_deref(),
+                tool_name: b.name.as_deref(),
+                ..Default::default()
+            },
+            Some("tool_result") => Step {
+                kind: "tool_result",
+                call_id: b.tool_use_id.as_deref(),
+                output: result.as_deref(),
+                ..Default::default()
+            },
+            _ => continue,
+        };
+        out.add(Step { timestamp, ..step });
     }
 }
 
