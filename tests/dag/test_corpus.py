@@ -174,6 +174,29 @@ def test_codex_parallel_batch(lab: Lab) -> None:
     assert d.metrics["width"] >= len(big)
 
 
+def test_codex_sandbox_denial_is_an_error_and_its_escalated_rerun_a_retry(lab: Lab) -> None:
+    # `ps -ef | rg ...` exits 1 (rg found nothing) because the sandbox refused `ps`: the output is zsh's
+    # error alone. The same command run again with escalated permissions is the recovery.
+    tid = _tid(lab, "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    denied = [
+        s for s in steps if s["kind"] == "tool_call" and "operation not permitted: ps" in (s["output"] or "")
+    ]
+    assert len(denied) == 1 and denied[0]["exit_code"] == 1
+    i = denied[0]["step_index"]
+    rerun = next(
+        s
+        for s in steps
+        if s["step_index"] > i and s["kind"] == "tool_call" and s["command"] == denied[0]["command"]
+    )
+    status = {n["node_id"]: n["status"] for n in d.nodes}
+    assert (status[i], status[rerun["step_index"]]) == ("error", "ok")
+    assert _edge(d, i, rerun["step_index"], "retry")["rule"] == "retry-same-tool"
+    assert d.metrics["first_error_step"] == i
+    assert d.metrics["n_unrecovered_errors"] == 0
+
+
 @pytest.mark.skipif(
     "swe_agent" not in {a.runner for a in adapters()}, reason="SWE-agent adapter not registered"
 )

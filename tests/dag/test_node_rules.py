@@ -35,6 +35,65 @@ def _status(**step: object) -> str:
             {"tool": "grep", "programs": ["grep"], "output": "", "exit_code": 1, "stderr": "No such file"},
             "error",
         ),
+        # ... nor when the output (stderr merged into it, as Codex and Claude Code log it) is nothing
+        # but another program's error: the grep found nothing because that program failed
+        (
+            {
+                "tool": "ps",
+                "programs": ["ps", "rg"],
+                "output": "zsh:1: operation not permitted: ps\n",
+                "exit_code": 1,
+            },
+            "error",
+        ),
+        (
+            {
+                "tool": "cat",
+                "programs": ["cat", "grep"],
+                "output": "cat: a.txt: No such file or directory",
+                "exit_code": 1,
+            },
+            "error",
+        ),
+        (
+            {
+                "tool": "x",
+                "programs": ["x", "grep"],
+                "output": "bash: line 1: x: command not found\n",
+                "exit_code": 1,
+            },
+            "error",
+        ),
+        (
+            {"tool": "x", "programs": ["x", "grep"], "output": "/bin/sh: 1: x: not found", "exit_code": 1},
+            "error",
+        ),
+        # a header an earlier command printed, a shell warning, or a count is still "no match"
+        ({"tool": "grep", "programs": ["echo", "grep"], "output": "== logs ==\n", "exit_code": 1}, "ok"),
+        (
+            {
+                "tool": "grep",
+                "programs": ["grep"],
+                "output": "bash: warning: setlocale: LC_ALL: cannot change locale",
+                "exit_code": 1,
+            },
+            "ok",
+        ),
+        ({"tool": "grep", "programs": ["grep"], "output": "0\n", "exit_code": 1}, "ok"),
+        # matched lines that quote such errors (file-prefixed), or errors among other lines, are not the cause
+        (
+            {
+                "tool": "grep",
+                "programs": ["grep"],
+                "output": "a.log:bash: x: command not found\n",
+                "exit_code": 1,
+            },
+            "ok",
+        ),
+        (
+            {"tool": "grep", "programs": ["grep"], "output": "x: not found\nsome other line", "exit_code": 1},
+            "ok",
+        ),
     ],
 )
 def test_status_rules(step: dict[str, object], status: str) -> None:

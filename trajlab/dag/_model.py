@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 13
+DAG_VERSION = 14
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -28,7 +28,9 @@ input shows is traced to the first message that states it.
 12: candidate `stopped_after`: the last action of a run that never answered (the author of its code for an
 execution); `unevidenced_origin` scores 0.865, above `answer_without_modality`, whose unused branch it
 explains.
-13: an `unevidenced_origin` candidate carries its `term` (the rules judge reads it there, not from the reason)."""
+13: an `unevidenced_origin` candidate carries its `term` (the rules judge reads it there, not from the reason).
+14: exit code 1 of a grep/diff whose output is nothing but other programs' error lines (`zsh:1: operation
+not permitted: ps`, `cat: a.txt: No such file or directory`) is an error, not "no match"."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

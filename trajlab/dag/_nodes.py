@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,15 @@ FINISH_TOOLS = words(
 """Tools that end a run by handing in the result: the last call to one is the answer step."""
 BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
+_ERROR_LINE = re.compile(
+    r"(?:[\w./-]*/)?(?:ba|z|da|k|)sh(?::\s*(?:line\s+)?\d+)?: (?!warning:).+"
+    r"|[\w.+/-]+: (?:.*: )?(?:[Cc]ommand not found|[Nn]o such file or directory|[Pp]ermission denied"
+    r"|[Oo]peration not permitted|not found)(?: \(os error \d+\))?"
+)
+"""A shell's own error message (`zsh:1: operation not permitted: ps`, `bash: line 1: x: command not
+found`, `sh: 1: x: not found`) or a program's failure to find or open something (`cat: a.txt: No such file
+or directory`)."""
+_ERROR_LINES_MAX = 8
 DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
 CONTROL_CHARS = {c: " " for c in [*range(0, 32), *range(127, 160)]}
 """C0, DEL and C1 controls (U+009B is a CSI as much as ESC [ is): replaced by a space in labels."""
@@ -72,7 +82,9 @@ def node_status(step: dict[str, Any]) -> str:
             and ((step.get("tool") or "") in BENIGN_EXIT_1 or (progs and progs[-1] in BENIGN_EXIT_1))
             and not step.get("stderr")
         ):
-            return "ok" if out and out.strip() else "no-output"
+            if not out or not out.strip():
+                return "no-output"
+            return "error" if _only_error_lines(out) else "ok"
         if err or (code is not None and code != 0):
             return "error"
         if out and _router_failed(step.get("tool_name"), out):
@@ -87,6 +99,15 @@ def node_status(step: dict[str, Any]) -> str:
     if kind == "compaction" and not (step.get("text") or "").strip():
         return "no-output"
     return "ok"
+
+
+def _only_error_lines(out: str) -> bool:
+    """The output is nothing but a few error lines. With exit code 1 from a grep, which then printed
+    nothing itself, they came from another program of the command (its stderr merged into the output,
+    as Codex and Claude Code log it): that program failed, so the step did (`ps -ef | rg x` where `ps`
+    is not permitted), where a `grep` that only found nothing would print nothing."""
+    lines = [x.strip() for x in out[:4000].splitlines() if x.strip()]
+    return 0 < len(lines) <= _ERROR_LINES_MAX and all(_ERROR_LINE.fullmatch(x) for x in lines)
 
 
 def _router_failed(tool_name: str | None, out: str) -> bool:
