@@ -174,6 +174,53 @@ def test_codex_parallel_batch(lab: Lab) -> None:
     assert d.metrics["width"] >= len(big)
 
 
+def _codex_responses(path: str) -> list[list[str]]:
+    """The call ids of each model response of a raw rollout: calls between two `token_count` events,
+    messages or reasoning items."""
+    groups: list[list[str]] = [[]]
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            p = d.get("payload") or {}
+            if d["type"] == "response_item" and p.get("type") in ("function_call", "custom_tool_call"):
+                groups[-1].append(p["call_id"])
+            elif (d["type"] == "event_msg" and p.get("type") == "token_count") or (
+                d["type"] == "response_item" and p.get("type") in ("message", "reasoning")
+            ):
+                groups.append([])
+    return [g for g in groups if g]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "exact"),
+    [
+        ("rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", True),
+        ("rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", False),
+    ],
+)
+def test_codex_batches_are_the_raw_responses(lab: Lab, suffix: str, exact: bool) -> None:
+    # Codex puts a response's usage on its last step: the batches must come from the timestamps, not
+    # from where usage sits (which shifted every batch by one call)
+    tid = _tid(lab, suffix)
+    path = lab.read("trajectories", ["trajectory_id", "source_path"]).to_pylist()
+    source = next(r["source_path"] for r in path if r["trajectory_id"] == tid)
+    responses = _codex_responses(source)
+    at = {s["call_id"]: s["step_index"] for s in _steps(lab, tid) if s["kind"] == "tool_call"}
+    batch = {n["node_id"]: n["parallel_batch"] for n in load_dag(lab, tid).nodes}
+    response_of = {c: k for k, g in enumerate(responses) for c in g}
+    spans: dict[int, set[int]] = {}
+    for c, i in at.items():
+        if batch[i] is not None:
+            spans.setdefault(batch[i], set()).add(response_of[c])
+    assert spans and all(len(v) == 1 for v in spans.values())  # no batch spans two responses
+    multi = [g for g in responses if len(g) > 1]
+    whole = [g for g in multi if batch[at[g[0]]] is not None and len({batch[at[c]] for c in g}) == 1]
+    assert len(multi) >= 7
+    # the second file has no token_count events: one group of calls there is really four responses
+    # 7-10 s apart (no reasoning item logged between them), which the time rule rightly splits
+    assert len(whole) == len(multi) if exact else len(whole) >= len(multi) - 1
+
+
 def test_codex_sandbox_denial_is_an_error_and_its_escalated_rerun_a_retry(lab: Lab) -> None:
     # `ps -ef | rg ...` exits 1 (rg found nothing) because the sandbox refused `ps`: the output is zsh's
     # error alone. The same command run again with escalated permissions is the recovery.

@@ -55,12 +55,18 @@ def prepare(b: _Builder, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+USAGE_ON_LAST_STEP = frozenset(["codex"])
+"""Runners whose adapters put a model response's usage on its last step (Codex: the `token_count` event
+that follows it), so usage cannot tell where a response starts: their batches come from timestamps."""
+
+
 def structure(b: _Builder) -> None:
     """Agents, their spawning steps and parallel batches (before any edge is drawn)."""
     b.agent_steps = defaultdict(list)
     b.depth = {}
     b.parent = {}
     usage: dict[str, bool] = defaultdict(bool)
+    usage_first = b.t.get("runner") not in USAGE_ON_LAST_STEP
     calls: dict[str, list[int]] = defaultdict(list)
     for s in b.steps:
         a = s.get("agent_id") or "main"
@@ -69,7 +75,7 @@ def structure(b: _Builder) -> None:
         if a not in b.depth:
             b.depth[a] = int(s.get("depth") or 0)
             b.parent[a] = s.get("parent_step_index")
-        if s.get("input_tokens") is not None:
+        if usage_first and s.get("input_tokens") is not None:
             usage[a] = True
         if s.get("kind") == "tool_call" and s.get("call_id"):
             calls[s["call_id"]].append(i)
@@ -336,7 +342,7 @@ def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool
     """Was call `s` issued in the same model response as the call `prev` right before it?"""
     if prev.get("kind") != "tool_call":
         return False
-    if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF)
+    if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF), not Codex
         return s.get("input_tokens") is None
     a, b = ts(prev.get("timestamp")), ts(s.get("timestamp"))
     return a is not None and b is not None and 0 <= b - a < PARALLEL_GAP_S
