@@ -30,7 +30,8 @@ execution); `unevidenced_origin` scores 0.865, above `answer_without_modality`, 
 explains.
 13: an `unevidenced_origin` candidate carries its `term` (the rules judge reads it there, not from the reason).
 14: exit code 1 of a grep/diff whose output is nothing but other programs' error lines (`zsh:1: operation
-not permitted: ps`, `cat: a.txt: No such file or directory`) is an error, not "no match"."""
+not permitted: ps`, `cat: a.txt: No such file or directory`) is an error, not "no match"; Codex batches
+come from timestamps (its usage sits on a response's last step, not its first)."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
