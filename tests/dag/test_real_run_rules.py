@@ -6,6 +6,7 @@ import io
 import re
 
 import networkx as nx
+import pytest
 from dagfix import Run, edge_set
 from hypothesis import given
 from hypothesis import strategies as st
@@ -155,6 +156,54 @@ def test_swe_agent_refused_edit_is_an_error_that_changed_nothing() -> None:
     )  # the file was not changed by it
     assert (ix["refused"], ix["fixed"], "retry") in edge_set(d, "retry")
     assert d.metrics["n_recoveries"] == 1 and d.metrics["n_unrecovered_errors"] == 0
+
+
+def _search_replace_run(newline: str) -> tuple[Run, dict[str, int]]:
+    """SWE-agent's windowed editor: `open F`, then `edit` by search and replace, then a diff submitted
+    (git writes CRLF through the terminal)."""
+    r = Run()
+    r.user("tests/missing_colon.py fails with a SyntaxError")
+    ix = {}
+    ix["open"] = r.call(
+        "open",
+        {"path": "tests/missing_colon.py"},
+        "[File: tests/missing_colon.py (10 lines total)]\n1:#!/usr/bin/env python3\n4:def division(a, b) -> float",
+        exit_code=None,
+    )
+    ix["edit"] = r.call(
+        "edit",
+        {"search": "-> float", "replace": "-> float:", "replace-all": False},
+        "Replaced 1 occurrences. Please review the changes and make sure they are correct",
+        exit_code=None,
+    )
+    ix["run"] = r.bash("python tests/missing_colon.py", "8.2\n(Open file: /repo/tests/missing_colon.py)")
+    diff = newline.join(
+        [
+            "diff --git a/tests/missing_colon.py b/tests/missing_colon.py",
+            "index 20edef5..5857437 100755",
+            "--- a/tests/missing_colon.py",
+            "+++ b/tests/missing_colon.py",
+            "@@ -1,7 +1,7 @@",
+            "-def division(a, b) -> float",
+            "+def division(a, b) -> float:",
+        ]
+    )
+    ix["submit"] = r.call("submit", {}, newline + diff, exit_code=None)
+    return r, ix
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_swe_agent_search_replace_edit_writes_the_open_file_and_diff_headers_are_no_claims(
+    newline: str,
+) -> None:
+    r, ix = _search_replace_run(newline)
+    d = r.dag()
+    assert (ix["edit"], ix["run"], "data") in edge_set(d, "data")  # the edited script is what runs
+    answer = [e for e in d.edges if e["type"] == "answer"]
+    assert (ix["edit"], "answer-final-write") in [(e["src"], e["rule"]) for e in answer]
+    assert ix["edit"] in {n["node_id"] for n in d.nodes if n["on_answer_path"]}
+    # git's blob hashes, file mode and hunk line numbers are not values the answer states
+    assert not [c for c in d.candidates if c["signal"] in ("answer_value_unsupported", "answer_unsupported")]
 
 
 def test_failed_claude_edit_produces_nothing() -> None:

@@ -21,6 +21,12 @@ DERIVED_LOOKBACK = 8
 """Evidence steps before the answer whose numbers may combine into an answer value (a + b, a * b...)."""
 DERIVED_MAX_NUMBERS = 16
 DERIVED_MAX_PER_OUTPUT = 6
+_DIFF_METADATA = re.compile(
+    r"^(?:index [0-9a-f]+\.\.[0-9a-f]+(?: \d+)?|(?:old|new|deleted file|new file) mode \d+"
+    r"|(?:dis)?similarity index \d+%)\r?(?:\n|$)|^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@",
+    re.M,
+)
+"""What git writes around a diff's changes (blob hashes, file modes, hunk line numbers): no claims."""
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 # numbers (one digit too) that are not clock times, line-number prefixes or parts of names:
 # (?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d), written to start with a character class (a sign or a
@@ -170,6 +176,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     if b.nodes[answer]["kind"] == "action":
         out = s.get("output") or ""
         text = "\n".join(x for x in (s.get("arguments"), out if "diff --git" in out[:2000] else None) if x)
+        if "diff --git" in text:
+            text = _DIFF_METADATA.sub(lambda m: "@@" if m.group().startswith("@@") else "", text)
     text = clip(text)
     short = len(text.split()) <= SHORT_ANSWER_WORDS
     paths, urls, values = scan(text)

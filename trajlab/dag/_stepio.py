@@ -230,9 +230,11 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         elif p:
             io.edits.append(p)
             io.produced.append((p, "tool-edit"))
-        elif open_file and ("replacement_text" in args or "start_line" in args):
-            # SWE-agent's function-calling `edit` (start_line, end_line, replacement_text) changes
-            # the open file without naming it
+        elif open_file and (
+            "replacement_text" in args or "start_line" in args or ("search" in args and "replace" in args)
+        ):
+            # SWE-agent's function-calling `edit` (start_line, end_line, replacement_text; or the
+            # windowed editor's search, replace[, replace-all]) changes the open file without naming it
             io.edits.append(open_file)
             io.produced.append((open_file, "tool-edit"))
     elif tool == "apply_patch" or name == "apply_patch":
