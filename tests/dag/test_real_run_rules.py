@@ -206,6 +206,40 @@ def test_swe_agent_search_replace_edit_writes_the_open_file_and_diff_headers_are
     assert not [c for c in d.candidates if c["signal"] in ("answer_value_unsupported", "answer_unsupported")]
 
 
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [
+        (
+            "mv /workspace/game_2048.py /workspace/2048.py",
+            "/workspace/2048.py",
+        ),  # OpenHands: the rename is the task
+        ("cp src/app.py src/app_v2.py", "src/app_v2.py"),
+        ("echo 'x = 1' | tee src/conf.py", "src/conf.py"),
+        ("touch src/__init__.py", "src/__init__.py"),
+    ],
+)
+def test_copies_moves_tee_and_touch_are_final_writes_of_a_code_task(command: str, written: str) -> None:
+    r = Run()
+    r.user("Please do it")
+    w = r.bash(command, "")
+    r.say("Done.")
+    fin = r.call("finish", {}, None, exit_code=None)
+    d = r.dag()
+    assert (w, fin, written) in [
+        (e["src"], e["dst"], e["artifact"]) for e in d.edges if e["rule"] == "answer-final-write"
+    ]
+
+
+def test_build_outputs_and_downloads_are_not_final_writes() -> None:
+    r = Run()
+    r.user("Build it")
+    r.bash("gcc -o app main.c", "")
+    r.bash("curl -sL https://example.com/data.csv -o data.csv", "")
+    r.say("Built.")
+    fin = r.call("finish", {}, None, exit_code=None)
+    assert not [e for e in r.dag().edges if e["dst"] == fin and e["rule"] == "answer-final-write"]
+
+
 def test_failed_claude_edit_produces_nothing() -> None:
     r = Run()
     r.user("Fix app.py")

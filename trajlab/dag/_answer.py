@@ -98,8 +98,14 @@ _STOP = frozenset(
     ]
 )
 WRITE_RULES = frozenset(
-    ["tool-write", "tool-edit", "apply-patch", "sed-in-place", "heredoc-write", "redirect", "code-write"]
+    [
+        *("tool-write", "tool-edit", "apply-patch", "sed-in-place", "heredoc-write", "redirect", "tee"),
+        *("code-write", "copy-dest", "touch"),
+    ]
 )
+"""Writes that change the files a code task hands in (`answer-final-write`): editors, patches, shell
+writes, copies and moves. Not build outputs, downloads or media artifacts (`output-flag`, `download`,
+`ffmpeg-output`, ...), which a diff does not carry."""
 
 
 def task_text(b: _Builder) -> str:
