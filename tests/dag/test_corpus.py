@@ -16,7 +16,7 @@ from trajlab.store import Lab
 
 pytestmark = pytest.mark.corpus
 
-RUNNERS = ("claude_code", "codex", "atif", "swe_agent", "who_and_when", "mini_swe_agent")
+RUNNERS = ("claude_code", "codex", "atif", "swe_agent", "who_and_when", "mini_swe_agent", "chat_messages")
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +219,43 @@ def test_codex_batches_are_the_raw_responses(lab: Lab, suffix: str, exact: bool)
     # the second file has no token_count events: one group of calls there is really four responses
     # 7-10 s apart (no reasoning item logged between them), which the time rule rightly splits
     assert len(whole) == len(multi) if exact else len(whole) >= len(multi) - 1
+
+
+def test_openai_tool_calls_of_one_message_are_one_batch_and_retries_follow_the_file(lab: Lab) -> None:
+    # SWE-Gym OpenHands messages: an assistant message's `tool_calls` were issued together (no usage, no
+    # times in this format: the record, `source_line`, says so). Two views fail side by side and are each
+    # retried by the next message's view of the same file, not by the sibling's.
+    rows = lab.read("trajectories", ["trajectory_id", "source_path", "runner"]).to_pylist()
+    tids = [
+        r["trajectory_id"] for r in rows if r["runner"] == "chat_messages" and "swe-gym" in r["source_path"]
+    ]
+    assert tids
+    checked = 0
+    for tid in tids:
+        steps = _steps(lab, tid)
+        d = load_dag(lab, tid)
+        batch = {n["node_id"]: n["parallel_batch"] for n in d.nodes}
+        by_line: dict[int, list[int]] = {}
+        for s in steps:
+            if s["kind"] == "tool_call":
+                by_line.setdefault(s["source_line"], []).append(s["step_index"])
+        for calls in by_line.values():
+            if len(calls) > 1:
+                assert len({batch[i] for i in calls}) == 1 and batch[calls[0]] == calls[0]
+                inside = [
+                    e for e in d.edges if e["src"] in calls and e["dst"] in calls and e["type"] != "sequence"
+                ]
+                assert not inside, inside
+                checked += 1
+        path_of = {
+            s["step_index"]: json.loads(s["arguments"] or "{}").get("path")
+            for s in steps
+            if s["kind"] == "tool_call"
+        }
+        for e in d.edges:
+            if e["type"] == "retry" and path_of.get(e["src"]) and batch[e["src"]] is not None:
+                assert path_of[e["dst"]] == path_of[e["src"]], e  # a failed view is retried on its own file
+    assert checked >= 4
 
 
 def test_codex_sandbox_denial_is_an_error_and_its_escalated_rerun_a_retry(lab: Lab) -> None:

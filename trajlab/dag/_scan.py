@@ -49,6 +49,7 @@ STEP_COLUMNS = (
     "call_id",
     "modality",
     "metadata",
+    "source_line",
 )
 """Columns of `steps` the DAG rules read (and `read_steps` returns)."""
 BUILD_COLUMNS = tuple(c for c in STEP_COLUMNS if c != "role")

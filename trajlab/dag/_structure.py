@@ -266,28 +266,32 @@ def find_retries(b: _Builder) -> dict[int, int]:
             ka = b.nodes[la]["tool"]
             ca = (sa.get("command") or sa.get("arguments") or "")[:300]
             pa = b.io[la].primary
+            similar: int | None = None  # the first merely similar command, if nothing closer comes
+            found: tuple[int, str] | None = None
             for c in actions[k + 1 : k + 11]:
                 nb = b.nodes[c]
                 if nb["tool"] in ("poll", "write_stdin") or not b.ix.ok_src(a, c):
                     continue
                 pb = b.io[c].primary
                 same_input = pa is not None and pb is not None and same_file(pa, pb)
-                rule = None
                 if nb["tool"] == ka and ka is not None:
                     cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
                     if same_input or ca == cb or _extends(ca, cb):
-                        rule = "retry-same-tool"
-                    else:
+                        found = (c, "retry-same-tool")
+                        break
+                    if similar is None:
                         # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
                         sm = SequenceMatcher(None, ca, cb)
                         if sm.real_quick_ratio() >= 0.5 and sm.quick_ratio() >= 0.5 and sm.ratio() >= 0.5:
-                            rule = "retry-same-tool"
+                            similar = c
                 elif same_input and nb["modality"] == b.nodes[la]["modality"] and nb["tool"] not in _LOOKUPS:
-                    rule = "retry-same-input"
-                if rule:
-                    b.edge(a, c, "retry", pa, rule)
-                    out[a] = c
+                    found = (c, "retry-same-input")
                     break
+            if found is None and similar is not None:
+                found = (similar, "retry-same-tool")
+            if found is not None:
+                b.edge(a, found[0], "retry", pa, found[1])
+                out[a] = found[0]
     return out
 
 
@@ -342,6 +346,13 @@ def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool
     """Was call `s` issued in the same model response as the call `prev` right before it?"""
     if prev.get("kind") != "tool_call":
         return False
+    line = prev.get("source_line")
+    if line is not None and line == s.get("source_line"):
+        # one record of the file holds both calls (an OpenAI message's `tool_calls`, an ATIF step): one
+        # message, unless their times say otherwise (a continuation file whose line numbers start again)
+        a, b = ts(prev.get("timestamp")), ts(s.get("timestamp"))
+        if a is None or b is None or abs(b - a) < PARALLEL_GAP_S:
+            return True
     if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF), not Codex
         return s.get("input_tokens") is None
     a, b = ts(prev.get("timestamp")), ts(s.get("timestamp"))
