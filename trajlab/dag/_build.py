@@ -385,7 +385,7 @@ class _Builder:
             if w is not None:
                 self.edge(w[0], node, typ, path, "script-run" if path in scripts else w[1])
                 continue
-            r = self.ix.find_latest(ix.revealed.get(basename(path)), path, node)
+            r = self.ix.find_latest(ix.revealed.get(basename(path)), path, node, True)
             if r is not None:
                 self.edge(r, node, typ, path, "revealed-path")
             if not has_glob(path):  # `ls frames/`: the directory itself
@@ -397,7 +397,7 @@ class _Builder:
             if c is not None:
                 self.edge(c[0], node, typ, c[2], "created-dir")
         for path in io.edits:
-            r = self.ix.find_latest(ix.reads.get(basename(path)), path, node)
+            r = self.ix.find_latest(ix.reads.get(basename(path)), path, node, True)
             if r is not None:
                 self.edge(r, node, typ, path, "read-before-edit")
         for word in io.words:
@@ -405,7 +405,7 @@ class _Builder:
             if src is not None:
                 self.edge(src, node, typ, word, "dir-contents")
         for u in io.urls:
-            src = self.ix.latest(ix.urls.get(u.rstrip("/"), []), node)
+            src = self.ix.latest(ix.urls.get(u.rstrip("/"), []), node, True)
             if src is not None:
                 self.edge(src, node, typ, u, "revealed-url")
         if io.value_text:
@@ -418,7 +418,7 @@ class _Builder:
                     prods = sorted({*(prods or ()), *lines})
                 # how common a number is counts every output showing it, line numbers too
                 if prods and len(prods) + (len(lines) if lines and v not in io.line_refs else 0) <= UBIQUITY:
-                    src = self.ix.latest(prods, node)
+                    src = self.ix.latest(prods, node, True)
                     if src is not None:
                         self.edge(src, node, typ, f"value:{v}", value_rule)
             if ix.lines:
@@ -426,7 +426,7 @@ class _Builder:
                 for piece in pieces_of(text):
                     prods = ix.lines.get(piece)
                     if prods and piece not in values and len(prods) <= UBIQUITY:
-                        src = self.ix.latest(prods, node)
+                        src = self.ix.latest(prods, node, True)
                         if src is not None:
                             self.edge(src, node, typ, f"value:{piece}", value_rule)
 

@@ -121,6 +121,11 @@ class ProducerIndex:
         self.made: Entries = defaultdict(dict)  # directories steps created
         self.reads: Entries = defaultdict(dict)
         self.lines: dict[str, list[int]] = defaultdict(list)  # an output's last line -> producers
+        # Who saw which output (set by `_structure.structure` when a run has sub-agents): step -> its
+        # conversation ("" for the root and its peers, else the sub-agent), and a sub-agent's last step
+        # (its report) -> the conversation it reports to. None: one conversation saw everything.
+        self.group: dict[int, str] | None = None
+        self.reports: dict[int, str] = {}
 
     def add(self, entries: Entries, name: str, path: str, step: int, rule: str = "") -> None:
         self.seq += 1
@@ -137,6 +142,18 @@ class ProducerIndex:
             return False
         b = self.batch.get(dst)
         return b is None or self.batch.get(src) != b
+
+    def ok_seen(self, src: int, dst: int) -> bool:
+        """`ok_src`, and `dst`'s agent saw `src`'s output. Files are shared by every agent, but what an
+        output showed (values, paths, URLs) only the agent that ran the step saw: a sub-agent sees its
+        own steps (its prompt is its first one), the agent that spawned it only its report."""
+        if not self.ok_src(src, dst):
+            return False
+        g = self.group
+        if g is None:
+            return True
+        a, b = g.get(src), g.get(dst)
+        return a == b or self.reports.get(src) == b
 
     def find_writer(self, path: str, node: int) -> tuple[int, str, str] | None:
         ix = self
@@ -194,28 +211,29 @@ class ProducerIndex:
         return matches
 
     def _latest(
-        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int
+        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int, seen: bool = False
     ) -> tuple[int, int, str, str] | None:
         """(sequence number, step, rule, path) of the latest entry naming the same file as `path` that
-        `node` could have seen."""
+        `node` could have seen (with `seen`: whose output `node`'s agent saw, see `ok_seen`)."""
         if not by_path:  # most lookups: no entry of that basename
             return None
         best: tuple[int, int, str, str] | None = None
+        ok = self.ok_seen if seen else self.ok_src
         for q, entries in by_path.items():
             if not same_file(q, path):
                 continue
             for seq, src, rule in reversed(entries):
                 if best is not None and seq < best[0]:
                     break
-                if self.ok_src(src, node):
+                if ok(src, node):
                     best = (seq, src, rule, q)
                     break
         return best
 
     def find_latest(
-        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int
+        self, by_path: dict[str, list[tuple[int, int, str]]] | None, path: str, node: int, seen: bool = False
     ) -> int | None:
-        e = self._latest(by_path, path, node)
+        e = self._latest(by_path, path, node, seen)
         return None if e is None else e[1]
 
     def find_dir_creator(self, path: str, node: int) -> tuple[int, str, str] | None:
@@ -241,8 +259,9 @@ class ProducerIndex:
                 return best
         return None
 
-    def latest(self, producers: list[int], node: int) -> int | None:
+    def latest(self, producers: list[int], node: int, seen: bool = False) -> int | None:
+        ok = self.ok_seen if seen else self.ok_src
         for src in reversed(producers):
-            if self.ok_src(src, node):
+            if ok(src, node):
                 return src
         return None

@@ -31,7 +31,10 @@ explains.
 13: an `unevidenced_origin` candidate carries its `term` (the rules judge reads it there, not from the reason).
 14: exit code 1 of a grep/diff whose output is nothing but other programs' error lines (`zsh:1: operation
 not permitted: ps`, `cat: a.txt: No such file or directory`) is an error, not "no match"; Codex batches
-come from timestamps (its usage sits on a response's last step, not its first)."""
+come from timestamps (its usage sits on a response's last step, not its first); calls of one record are one
+batch; a retry prefers the same file or command to a merely similar one; what an output showed links only
+steps of the agent that saw it (files stay shared); SWE-agent's search/replace `edit` writes the open
+file; `cp`/`mv`/`tee`/`touch` are final writes; git's diff metadata is no claim of an answer."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

@@ -89,6 +89,7 @@ def structure(b: _Builder) -> None:
         if b.peers
         else b.agent_steps.get(b.root, [])
     )
+    _conversations(b)
     for cid, idxs in calls.items():
         if len(idxs) > 1:
             b.anomalies.append(f"duplicate call id {cid} at steps {', '.join(map(str, idxs[:5]))}")
@@ -106,6 +107,27 @@ def structure(b: _Builder) -> None:
                 b.batch[prev["step_index"]] = first
                 b.batch[i] = first
             prev = s
+
+
+def _conversations(b: _Builder) -> None:
+    """Who saw which output (`ProducerIndex.group` / `reports`) in a run with sub-agents: the root and
+    its peers are one conversation, each sub-agent its own (it sees its prompt, not the history), and a
+    sub-agent's last step reports to the conversation of its spawning step. A summarization agent
+    (spawned by a compaction: Terminus-2's handoff) is given the history: it is in its parent's."""
+    subs = sorted((a for a in b.agent_steps if a != b.root and a not in b.peers), key=lambda a: b.depth[a])
+    if not subs:
+        return
+    group = {i: "" for a, idxs in b.agent_steps.items() if a not in subs for i in idxs}
+    for a in subs:  # parents first
+        p = b.parent.get(a)
+        summarizer = p is not None and p in b.by_idx and b.by_idx[p].get("kind") == "compaction"
+        g = group.get(p, "") if summarizer and p is not None else a
+        for i in b.agent_steps[a]:
+            group[i] = g
+    b.ix.group = group
+    for a in subs:
+        p = b.parent.get(a)
+        b.ix.reports[b.agent_steps[a][-1]] = group.get(p, "") if p is not None else ""
 
 
 def poll_chains(b: _Builder) -> None:
@@ -199,6 +221,8 @@ def agent_edges(b: _Builder) -> None:
             if missing in b.anomalies:
                 b.anomalies.remove(missing)
             b.parent[a] = spawn
+            if b.ix.group is not None:
+                b.ix.reports[last] = b.ix.group.get(spawn, "")
             b.edge(spawn, first, "spawn", f"agent:{a}", "spawn-inferred")
             pagent = b.nodes[spawn]["agent_id"]
         idxs = b.agent_steps.get(pagent, [])  # in step order: its first step after the sub-agent's last
