@@ -22,6 +22,23 @@ def test_scan_finds_paths_urls_and_values() -> None:
     assert values == ["1234.5", "ORBIT-42", "bb53fb4"]  # no clock times, line numbers or single digits
 
 
+def test_no_values_in_clock_times_with_offsets_or_in_numbers_of_one_digit() -> None:
+    # `Arrow(2013, 5, 5, 12, 30, 45)` printed as 2013-05-05T12:00:00+05:30: neither 30 nor 56 is a value
+    assert "30" not in scan("created 2013-05-05T12:00:00+05:30 at 03:56:47")[2]
+    assert "56" not in scan("created 2013-05-05T12:00:00+05:30 at 03:56:47")[2]
+    # `1.0` is the digit 1 (no value, as 1 itself); 10.0 and 2.50 are 10 and 2.5
+    assert scan("ratio 1.0, total 10.0, price 2.50, delta -1.0")[2] == ["10", "2.5", "-1"]
+
+
+def test_right_aligned_line_numbers_followed_by_a_space_are_no_values() -> None:
+    # an editor view numbering lines as `    30 )` (SWE-smith's str_replace_editor), CRLF too
+    listing = "    28     large_file_check,\r\n    29     templater_logger,\r\n    30 )\r\n    31 \r\n"
+    assert value_use(listing, "30") == 2 and value_use(listing, "28") == 2 and value_use(listing, "31") == 2
+    # counts printed the same way are values: `uniq -c`, BSD `wc -l`
+    assert value_use("      3 foo\n     12 bar\n", "12") == 1
+    assert value_use("      42 notes.txt", "42") == 1
+
+
 def test_fractions_are_values_not_paths() -> None:
     assert scan("The answer is ORBIT-42/5 and 120/340") == ([], [], ["ORBIT-42", "120", "340"])
 

@@ -219,8 +219,10 @@ def test_any_parallel_words_give_a_bounded_expansion(words: list[str]) -> None:
 
     command = shlex.join(["parallel", *words])
     shell_io(command, None)
-    # at most one command per job (each job here is one simple command or a few), plus `cat` of the files
-    assert len(_commands(command)) <= PARALLEL_MAX_JOBS * (1 + command.count(";") + command.count("|")) + 1
+    # at most one command per job, or a few where the words hold command separators (`;`, `|`, `&`, and
+    # the parentheses of a subshell: `parallel '0)' ::: a` runs `0` then `a`), plus `cat` of the files
+    separators = sum(command.count(c) for c in ";|&()\n")
+    assert len(_commands(command)) <= PARALLEL_MAX_JOBS * (1 + separators) + 1
 
 
 def test_container_commands_are_not_resolved_to_host_paths() -> None:

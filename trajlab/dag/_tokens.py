@@ -92,7 +92,7 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
                 skip_values = part.isdigit()
                 continue
             if skip_values and part[0].isdigit():
-                skip_values = part.isdigit()
+                # the rest of a clock time or position: `12:00:00+05:30`, `a.py:12:15`
                 continue
             skip_values = part.isdigit() or "/" in part or "." in part
             if "/" in part:
@@ -129,7 +129,9 @@ _VOCAB_CODE = re.compile(
 
 def _value(part: str, values: dict[str, None]) -> None:
     if _NUM_RE.fullmatch(part):
-        values[norm_value(part)] = None
+        v = norm_value(part)
+        if len(v) >= 2 and v != "-0":  # `1.0` is the digit 1: single digits are no values (see pieces_of)
+            values[v] = None
     elif len(part) >= 4 and _CODE_RE.fullmatch(part) and not _VOCAB_CODE.fullmatch(part):
         values[part] = None
 
@@ -186,10 +188,29 @@ def value_use(text: str, value: str) -> int:
             if c in _LINE_NUMBER_END and _line_number_at(text, k, c):
                 found = 2
                 continue
+            if c == " " and value.isdigit() and _numbered_listing_at(text, k, value):
+                found = 2
+                continue
         return 1
 
 
 _LINE_NUMBER_END = frozenset(":\t→")
+
+
+def _numbered_listing_at(text: str, k: int, value: str) -> bool:
+    """Is the number at `k` a right-aligned line number followed by a space (`    30 )`, an editor's
+    numbered view)? Only when the line before or after starts with the number before or after it: a
+    count of `uniq -c` or `wc -l` is printed the same way but is a value."""
+    ls = text.rfind("\n", 0, k) + 1
+    if not text[ls:k].isspace():  # right-aligned: only padding before it
+        return False
+    n = int(value)
+    if ls >= 2:
+        pl = text.rfind("\n", 0, ls - 1) + 1
+        if text[pl : ls - 1].lstrip().startswith(f"{n - 1} "):
+            return True
+    le = text.find("\n", k)
+    return le >= 0 and text[le + 1 : le + 40].lstrip(" \t").startswith(f"{n + 1} ")
 
 
 def _line_number_at(text: str, k: int, end: str) -> bool:
