@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import orjson
 import pytest
 
 from trajlab.dag import StepDag, build_lab, load_dag
@@ -279,6 +280,28 @@ def test_codex_sandbox_denial_is_an_error_and_its_escalated_rerun_a_retry(lab: L
     assert _edge(d, i, rerun["step_index"], "retry")["rule"] == "retry-same-tool"
     assert d.metrics["first_error_step"] == i
     assert d.metrics["n_unrecovered_errors"] == 0
+
+
+def test_claude_code_starting_directory(lab: Lab) -> None:
+    # the session ran in the worktree `.../spotter-gqc`; `bd show spotter-gqc` names the beads epic, not
+    # the worktree an Edit wrote into; relative paths resolve against the recorded cwd
+    tid = _tid(lab, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    cwd = orjson.loads(lab.read_trajectory("trajectories", tid, ["metadata"]).to_pylist()[0]["metadata"])[
+        "cwd"
+    ]
+    assert cwd.endswith("/spotter-gqc")
+    bd = [
+        s["step_index"]
+        for s in steps
+        if (s["command"] or "").split()[:3] in (["bd", "show", "spotter-gqc"], ["bd", "close", "spotter-gqc"])
+    ]
+    assert len(bd) >= 2 and max(bd) > min(e["src"] for e in d.edges if e["rule"] == "tool-edit")
+    assert not [e for e in d.edges if e["dst"] in bd and e["rule"] == "dir-contents"]
+    # paths the run's edges name are absolute ones under the worktree, not bare names
+    paths = [e["artifact"] for e in d.edges if e["type"] == "data" and (e["artifact"] or "").startswith("/")]
+    assert paths and all(p.startswith(cwd) or not p.startswith("/home/") for p in paths)
 
 
 @pytest.mark.skipif(

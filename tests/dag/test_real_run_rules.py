@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import networkx as nx
 import pytest
-from dagfix import Run, edge_set
+from dagfix import Run, edge, edge_set
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -295,3 +296,73 @@ def test_whole_word_finds_what_the_lookaround_regex_finds(text: str, word: str, 
     at = min(at, len(text))
     m = re.compile(rf"(?<![\w.,]){re.escape(word)}(?![\w.,])").search(text, at)
     assert _whole_word(text, word, at) == (m.start() if m else -1)
+
+
+def _started_in(r: Run, cwd: str) -> Run:
+    r.trajectory["metadata"] = json.dumps({"cwd": cwd, "gitBranch": "main"})
+    return r
+
+
+def test_a_bare_word_naming_the_working_directory_is_no_use_of_it() -> None:
+    # Claude Code in a worktree named after its beads epic: an Edit of `<cwd>/mix.exs` made the
+    # directory a written one, and `bd show spotter-gqc` (the epic's id) took its contents
+    r = _started_in(Run(), "/home/u/projects/spotter-worktrees/spotter-gqc")
+    r.user("Finish the epic")
+    edit = r.call(
+        "Edit",
+        {
+            "file_path": "/home/u/projects/spotter-worktrees/spotter-gqc/mix.exs",
+            "old_string": "a",
+            "new_string": "b",
+        },
+        "The file has been updated.",
+    )
+    frames = r.bash("ffmpeg -i clip.mp4 frames/%04d.png", "frame=   12")
+    show = r.bash("bd show spotter-gqc 2>&1", "spotter-gqc: epic, 7/7 done")
+    ls = r.bash("ls frames", "0001.png")
+    d = r.dag()
+    assert edit < show
+    assert not any(e["dst"] == show and e["type"] == "data" for e in d.edges)
+    # a bare word naming a directory a step wrote into still takes its contents
+    assert edge(d, frames, ls, "data")["rule"] == "dir-contents"
+    # without the recorded working directory the word still reaches the directory by its name (the
+    # rule this guards against), which is why the starting directory matters
+    r2 = Run()
+    r2.user("Finish the epic")
+    r2.call(
+        "Edit",
+        {
+            "file_path": "/home/u/projects/spotter-worktrees/spotter-gqc/mix.exs",
+            "old_string": "a",
+            "new_string": "b",
+        },
+        "The file has been updated.",
+    )
+    s2 = r2.bash("bd show spotter-gqc 2>&1", "spotter-gqc: epic")
+    assert any(e["dst"] == s2 and e["rule"] == "dir-contents" for e in r2.dag().edges)
+
+
+def test_relative_paths_resolve_against_the_starting_directory() -> None:
+    r = _started_in(Run(), "/work/task")
+    r.user("How long is clip.mp4?")
+    probe = r.bash("ffprobe -v error -show_format clip.mp4", "duration=12.5")
+    other = r.call("Write", {"file_path": "/elsewhere/notes.txt", "content": "x"}, "ok")
+    mine = r.call("Write", {"file_path": "/work/task/notes.txt", "content": "y"}, "ok")
+    cat = r.bash("cat notes.txt", "y")
+    r.say("12.5 seconds")
+    d = r.dag()
+    # the prompt's bare `clip.mp4` is the file ffprobe read in the starting directory
+    assert edge(d, 0, probe, "data")["artifact"] == "/work/task/clip.mp4"
+    # `cat notes.txt` in /work/task reads the file written there, not a namesake elsewhere
+    assert edge(d, mine, cat, "data")["artifact"] == "/work/task/notes.txt"
+    assert (other, cat, "data") not in edge_set(d)
+
+
+def test_a_starting_directory_that_is_no_absolute_path_is_ignored() -> None:
+    for meta in ('{"cwd": "C:\\\\Users\\\\me"}', '{"cwd": 7}', '{"cwd": "relative/dir"}', '{not json, "cwd"'):
+        r = Run()
+        r.trajectory["metadata"] = meta
+        r.user("Read notes.txt")
+        w = r.call("Write", {"file_path": "/repo/notes.txt", "content": "x"}, "ok")
+        c = r.bash("cat notes.txt", "x")
+        assert (w, c, "data") in edge_set(r.dag()), meta

@@ -99,6 +99,7 @@ class _Builder:
         self.polled: dict[int, int] = {}  # running command -> its latest poll
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
         self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
+        self.start: str | None = None  # the run's starting directory (`start_cwd`)
 
     # -- edges --------------------------------------------------------------------------------------
 
@@ -122,10 +123,11 @@ class _Builder:
     def run(self) -> StepDag:
         structure(self)
         cwd: dict[str, str | None] = {}
+        self.start = start = start_cwd(self.t)
         code = WrittenCode()
         opened: dict[str, str | None] = {}
         for s in self.steps:
-            self._node(s, cwd, code, opened)
+            self._node(s, cwd, start, code, opened)
         answer = answer_node(self)
         self._demand(answer)
         for s in self.steps:
@@ -141,6 +143,7 @@ class _Builder:
         self,
         s: dict[str, Any],
         cwd: dict[str, str | None],
+        start: str | None,
         code: WrittenCode,
         opened: dict[str, str | None],
     ) -> None:
@@ -171,7 +174,7 @@ class _Builder:
         }
         self.nodes[i] = node
         if nk == "action":
-            io = step_io(s, cwd.get(agent), opened.get(agent))
+            io = step_io(s, cwd.get(agent, start), opened.get(agent))
             cwd[agent] = io.cwd
             out = s.get("output") or ""
             k = out.rfind("(Open file: ", len(out) - 400)
@@ -312,7 +315,7 @@ class _Builder:
             if g is not None:  # printed as 4,210, typed as 4210
                 self.wanted[g].append(("g", last, v))
         for p, last in paths.items():
-            for pr in _probes(p):
+            for pr in _probes(p, self.start):
                 self.wanted[pr].append(("p", last, p))
             self.wanted[basename(p)].append(("b", last, p))
         for u, last in urls.items():
@@ -506,13 +509,33 @@ class _Builder:
             ix.lines[line].append(node)
 
 
-def _probes(path: str) -> tuple[str, ...]:
-    """Strings whose presence in an output means the output named `path` (the path, or its last two parts)."""
+def _probes(path: str, start: str | None = None) -> tuple[str, ...]:
+    """Strings whose presence in an output means the output named `path`: the path, its last two
+    parts, and its name relative to the run's starting directory `start` (a prompt's `clip.mp4`)."""
     parts = path.rstrip("/").split("/")
+    out = [path]
     if len(parts) >= 3 or (len(parts) == 2 and path.startswith("/")):
-        tail = "/".join(parts[-2:])
-        return (path, tail) if tail != path else (path,)
-    return (path,)
+        out.append("/".join(parts[-2:]))
+    if start and len(path) > len(start) + 1 and path.startswith(start) and path[len(start)] == "/":
+        out.append(path[len(start) + 1 :])
+    return tuple(dict.fromkeys(out))
+
+
+def start_cwd(trajectory: dict[str, Any]) -> str | None:
+    """The directory the run started in, where the runner recorded it (Claude Code's and Codex's
+    `cwd`, kept in the trajectory's metadata): every agent's first commands run there, so their
+    relative paths resolve against it, and a bare word no longer names the working directory itself."""
+    meta = trajectory.get("metadata")
+    if not isinstance(meta, str) or '"cwd"' not in meta:
+        return None
+    try:
+        d = orjson.loads(meta)
+    except orjson.JSONDecodeError:
+        return None
+    cwd = d.get("cwd") if isinstance(d, dict) else None
+    if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > 4096:
+        return None
+    return norm_path(cwd)
 
 
 def build_dag(trajectory: dict[str, Any], steps: list[dict[str, Any]]) -> StepDag:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 14
+DAG_VERSION = 15
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -34,7 +34,10 @@ not permitted: ps`, `cat: a.txt: No such file or directory`) is an error, not "n
 come from timestamps (its usage sits on a response's last step, not its first); calls of one record are one
 batch; a retry prefers the same file or command to a merely similar one; what an output showed links only
 steps of the agent that saw it (files stay shared); SWE-agent's search/replace `edit` writes the open
-file; `cp`/`mv`/`tee`/`touch` are final writes; git's diff metadata is no claim of an answer."""
+file; `cp`/`mv`/`tee`/`touch` are final writes; git's diff metadata is no claim of an answer.
+15: the run's starting directory (Claude Code's and Codex's `cwd`) resolves every agent's first relative
+paths, and a path relative to it, shown in an output, names the file (a prompt's `clip.mp4` feeds a `Read`
+of `/work/task/clip.mp4`); a bare word naming that directory is no use of its files."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

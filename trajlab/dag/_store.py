@@ -21,7 +21,7 @@ from ..batching import consecutive_groups
 from ..errors import LabError, WorkerDiedError
 from ..gcutil import fewer_gc_passes
 from ..store import Lab
-from ._build import build_dag
+from ._build import build_dag, start_cwd
 from ._model import DAG_VERSION, StepDag
 from ._pool import (
     DAG_TABLES,
@@ -44,6 +44,7 @@ TRAJECTORY_COLUMNS = (
     "anomalies",
     "outcome",
     "ingested_at",
+    "metadata",
 )
 _TEXT_KEEP = 16_000  # characters of task / final answer kept per pending trajectory
 POOL_MIN_STEPS = 20_000
@@ -269,8 +270,17 @@ def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:
             for k in ("task", "final_answer"):
                 if r.get(k) and len(r[k]) > _TEXT_KEEP:
                     r[k] = r[k][:_TEXT_KEEP]
+            r["metadata"] = _slim_metadata(r.get("metadata"))
             out[r["trajectory_id"]] = r
     return out
+
+
+def _slim_metadata(meta: Any) -> str | None:
+    """Of a pending trajectory's metadata JSON, only what the rules read (the working directory)."""
+    if not isinstance(meta, str) or '"cwd"' not in meta:
+        return None
+    cwd = start_cwd({"metadata": meta})
+    return orjson.dumps({"cwd": cwd}).decode() if cwd else None
 
 
 def _absorb(txn: Any, report: DagReport, result: TaskResult) -> None:
