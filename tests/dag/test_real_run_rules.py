@@ -366,3 +366,79 @@ def test_a_starting_directory_that_is_no_absolute_path_is_ignored() -> None:
         w = r.call("Write", {"file_path": "/repo/notes.txt", "content": "x"}, "ok")
         c = r.bash("cat notes.txt", "x")
         assert (w, c, "data") in edge_set(r.dag()), meta
+
+
+def test_numbers_with_a_currency_percent_or_degree_sign_are_values() -> None:
+    # OTel GenAI: `get_weather` printed "rainy, 57°F" and the answer says 57°F
+    r = Run()
+    r.user("What is the weather in Paris?")
+    w = r.call("get_weather", {"city": "Paris"}, "rainy, 57°F")
+    p = r.call("get_price", {"item": "ticket"}, "price: $120 (VAT 20%)")
+    a = r.say("It is rainy with a temperature of 57°F; a ticket costs $120 with 20% VAT.")
+    d = r.dag()
+    assert edge(d, w, a, "answer")["artifact"] == "value:57"
+    assert edge(d, p, a, "answer")["artifact"] in ("value:120", "value:20")
+    # an answer contradicting the tool's output is unsupported, as "57 F" always was
+    r2 = Run()
+    r2.user("What is the weather in Paris?")
+    r2.call("get_weather", {"city": "Paris"}, "sunny, 63°F")
+    a2 = r2.say("It is 57°F.")
+    top = r2.dag().candidates[0]
+    assert top["step_index"] == a2 and top["signal"] in ("answer_unsupported", "answer_value_unsupported")
+
+
+def test_flagged_messages_are_errors_but_a_verifiers_verdict_is_not() -> None:
+    r = Run()
+    r.user("Make the tests pass")
+    r.say("{not json")
+    fb = r.user("Previous response had parsing errors:\nERROR: Missing required fields", is_error=True)
+    r.bash("pytest -q", "1 passed")
+    verdict = r._add(
+        "system",
+        role="verifier",
+        text="test results:\ntest_a: failed",
+        is_error=True,
+        metadata='{"phase":"test","parser_results":{"test_a":"failed"}}',
+    )
+    d = r.dag()
+    status = {n["node_id"]: n["status"] for n in d.nodes}
+    assert (status[fb], status[verdict]) == ("error", "ok")
+    assert d.metrics["n_errors"] == 1 and d.metrics["first_error_step"] == fb
+    assert (fb, "first_error") in {(c["step_index"], c["signal"]) for c in d.candidates}
+
+
+def test_a_run_of_failed_orphan_results_names_its_first_error() -> None:
+    # Inspect AI: eleven tool results whose calls were never logged, each an error
+    r = Run()
+    for k in range(3):
+        r._add("tool_result", role="tool", output=f"parsing error {k}", is_error=True, call_id=f"c{k}")
+    d = r.dag()
+    assert d.metrics["n_errors"] == 3
+    assert d.candidates and d.candidates[0]["step_index"] == 0 and d.candidates[0]["signal"] == "first_error"
+
+
+def test_a_diff_answer_claims_its_added_lines_not_its_context() -> None:
+    # mini-swe-agent: the submitted diff keeps ` print(division(123, 15))` as context; the `cat` that
+    # showed the file before the fix is no source of a 123 the diff does not state
+    r = Run()
+    r.user("Fix the ZeroDivisionError in tests/missing_colon.py")
+    cat = r.bash(
+        "cat tests/missing_colon.py", "def division(a, b):\n    return a/b\nprint(division(123, 15))\n"
+    )
+    r.bash("sed -i 's/return a\\/b/return a\\/b if b else 404/' tests/missing_colon.py", "")
+    diff = (
+        "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n"
+        "index 3b18e51..a9c2f7d 100644\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n"
+        "@@ -1,3 +1,3 @@\n def division(a, b):\n-    return a/b\n+    return a/b if b else 404\n"
+        " print(division(123, 15))\n"
+    )
+    sub = r.bash(
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff",
+        "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + diff,
+    )
+    d = r.dag()
+    assert d.metrics["answer_step"] == sub
+    assert not [e for e in d.edges if e["dst"] == sub and e["artifact"] == "value:123"]
+    assert all(e["artifact"] != "value:123" for e in d.edges if e["src"] == cat)
+    # the added line's 404 is what the diff states, and no output printed it
+    assert (sub, "answer_value_unsupported") in {(c["step_index"], c["signal"]) for c in d.candidates}

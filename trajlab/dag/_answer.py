@@ -27,6 +27,24 @@ _DIFF_METADATA = re.compile(
     re.M,
 )
 """What git writes around a diff's changes (blob hashes, file modes, hunk line numbers): no claims."""
+
+
+def _diff_claims(text: str) -> str:
+    """Of a unified diff, what it claims: its headers (the files) and its added lines. Context and
+    removed lines are the code as it was (` print(division(123, 15))` states no 123)."""
+    out = []
+    in_hunk = False
+    for line in text.splitlines():
+        if line.startswith("diff --git"):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and not line.startswith("+"):
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 # numbers (one digit too) that are not clock times, line-number prefixes or parts of names:
 # (?<![\w.:])-?\d+(?:\.\d+)?(?![\w:]|\.\d), written to start with a character class (a sign or a
@@ -183,7 +201,9 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
         out = s.get("output") or ""
         text = "\n".join(x for x in (s.get("arguments"), out if "diff --git" in out[:2000] else None) if x)
         if "diff --git" in text:
-            text = _DIFF_METADATA.sub(lambda m: "@@" if m.group().startswith("@@") else "", text)
+            text = _diff_claims(
+                _DIFF_METADATA.sub(lambda m: "@@" if m.group().startswith("@@") else "", text)
+            )
     text = clip(text)
     short = len(text.split()) <= SHORT_ANSWER_WORDS
     paths, urls, values = scan(text)

@@ -94,6 +94,8 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
         if b.nodes[v]["kind"] == "action":
             state = "recovered" if v in ctx["recovered"] else "not recovered"
             _add_error(b, r, v, "first_error", f"first error: {_what(b, v)} ({state})")
+        else:  # an orphan result, an API error, a harness's parse-error feedback: no call to retry
+            _add_error(b, r, v, "first_error", f"first error: {_what(b, v)}")
     return r.ranked()
 
 
@@ -225,7 +227,7 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
         r.add(
             answer,
             "answer_unsupported",
-            f"the final answer (step {answer}) states values no tool output contains: no evidence step supports it",
+            f"no evidence step supports any value, path or word the final answer (step {answer}) states",
         )
     elif support["unsupported_values"]:
         vals = ", ".join(support["unsupported_values"][:5])

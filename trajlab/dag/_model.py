@@ -37,7 +37,9 @@ steps of the agent that saw it (files stay shared); SWE-agent's search/replace `
 file; `cp`/`mv`/`tee`/`touch` are final writes; git's diff metadata is no claim of an answer.
 15: the run's starting directory (Claude Code's and Codex's `cwd`) resolves every agent's first relative
 paths, and a path relative to it, shown in an output, names the file (a prompt's `clip.mp4` feeds a `Read`
-of `/work/task/clip.mp4`); a bare word naming that directory is no use of its files."""
+of `/work/task/clip.mp4`); a bare word naming that directory is no use of its files; `$120`, `45%`, `57°F`
+state their numbers; a verifier's failed verdict is no step error, and `first_error` also names an orphan
+result or a flagged message; a diff answer claims its added lines, not its context or removed lines."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

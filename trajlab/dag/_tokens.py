@@ -33,6 +33,10 @@ KNOWN_EXT = frozenset(_OTHER_EXT.split()) | AUDIO_EXT | VIDEO_EXT | IMAGE_EXT | 
 # (letters and digits, e.g. ORBIT-42, bb53fb4). Anything else is ignored.
 _SEP = str.maketrans({c: " " for c in "'\"()[]{}<>;|`\\\t\r\n*"})
 _NUM_RE = re.compile(r"[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|[1-9]\d+)")
+_CURRENCY = frozenset("$€£¥")
+_UNIT_END = frozenset("%‰°CFK")
+# a number with a currency sign before it or a percent or degree sign after it (°C, °F, K after °)
+_UNIT_RE = re.compile(r"[$€£¥]?([-+]?\d[\d.,]*)(?:%|‰|°[CFK]?)?")
 _CODE_RE = re.compile(r"(?=[A-Za-z_.-]*\d)(?=[\d_.-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]{2,}[A-Za-z0-9]")
 _DIGIT = re.compile(r"\d").search
 _PATH_OK = re.compile(r"[\w.@+%?~/-]+").fullmatch
@@ -88,6 +92,10 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
         skip_values = False  # after "12:" (clock times) or "file.py:" (line numbers)
         for part in parts:
             part = part.rstrip(_TRAILING)
+            if part and (part[0] in _CURRENCY or part[-1] in _UNIT_END):
+                m = _UNIT_RE.fullmatch(part)
+                if m is not None:  # `$120`, `45%`, `57°F`: the number is the value
+                    part = m.group(1)
             if len(part) < 2:
                 skip_values = part.isdigit()
                 continue
