@@ -79,3 +79,24 @@ def test_a_summarization_agent_sees_the_history_it_summarizes() -> None:
     summary = r.say("Probed clip.mp4: it has 2250 frames.", **sub)
     d = r.dag()
     assert (probe, summary, "data") in edge_set(d, "data")
+
+
+def test_terminus_handoff_questioner_sees_only_the_summary() -> None:
+    # Terminus-2's handoff: the summary and answers agents get the history, the questioner (the next
+    # agent) only the task and the summary, so a value it restates is not from the old history
+    r = Run()
+    r.user("Create test_dir with two files")
+    made = r.bash("echo 'run-4711' > test_dir/file1.txt && cat test_dir/file1.txt", "run-4711")
+    comp = r.compaction("Performed context summarization and handoff")
+    base = "t-summarization-1-"
+    s = {"depth": 1, "parent_step_index": comp}
+    r.user("Summarize your work", agent_id=base + "summary", **s)
+    r.say("Created test_dir.", agent_id=base + "summary", **s)
+    r.user("You are picking up work. Ask questions.", agent_id=base + "questions", **s)
+    q = r.say("Does test_dir/file1.txt hold run-4711?", agent_id=base + "questions", **s)
+    r.user("Answer the next agent's questions", agent_id=base + "answers", **s)
+    a = r.say("Yes: file1.txt holds run-4711.", agent_id=base + "answers", **s)
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (made, a, "data") in data
+    assert (made, q, "data") not in data

@@ -39,7 +39,8 @@ file; `cp`/`mv`/`tee`/`touch` are final writes; git's diff metadata is no claim 
 paths, and a path relative to it, shown in an output, names the file (a prompt's `clip.mp4` feeds a `Read`
 of `/work/task/clip.mp4`); a bare word naming that directory is no use of its files; `$120`, `45%`, `57°F`
 state their numbers; a verifier's failed verdict is no step error, and `first_error` also names an orphan
-result or a flagged message; a diff answer claims its added lines, not its context or removed lines."""
+result or a flagged message; a diff answer claims its added lines, not its context or removed lines;
+Terminus-2's handoff questioner sees only its prompt, not the history."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

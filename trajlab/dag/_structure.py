@@ -4,6 +4,7 @@ batches, sequence / spawn / return / summary edges, poll chains, retries, and th
 from __future__ import annotations
 
 import itertools
+import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -109,18 +110,28 @@ def structure(b: _Builder) -> None:
             prev = s
 
 
+_QUESTIONER = re.compile(r"summarization-\d+-questions$")
+
+
 def _conversations(b: _Builder) -> None:
     """Who saw which output (`ProducerIndex.group` / `reports`) in a run with sub-agents: the root and
     its peers are one conversation, each sub-agent its own (it sees its prompt, not the history), and a
     sub-agent's last step reports to the conversation of its spawning step. A summarization agent
-    (spawned by a compaction: Terminus-2's handoff) is given the history: it is in its parent's."""
+    (spawned by a compaction: Terminus-2's handoff) is given the history: it is in its parent's, except
+    Terminus-2's questioner (`...summarization-N-questions`), the next agent, given only the task and
+    the summary."""
     subs = sorted((a for a in b.agent_steps if a != b.root and a not in b.peers), key=lambda a: b.depth[a])
     if not subs:
         return
     group = {i: "" for a, idxs in b.agent_steps.items() if a not in subs for i in idxs}
     for a in subs:  # parents first
         p = b.parent.get(a)
-        summarizer = p is not None and p in b.by_idx and b.by_idx[p].get("kind") == "compaction"
+        summarizer = (
+            p is not None
+            and p in b.by_idx
+            and b.by_idx[p].get("kind") == "compaction"
+            and _QUESTIONER.search(a) is None
+        )
         g = group.get(p, "") if summarizer and p is not None else a
         for i in b.agent_steps[a]:
             group[i] = g
