@@ -442,3 +442,17 @@ def test_a_diff_answer_claims_its_added_lines_not_its_context() -> None:
     assert all(e["artifact"] != "value:123" for e in d.edges if e["src"] == cat)
     # the added line's 404 is what the diff states, and no output printed it
     assert (sub, "answer_value_unsupported") in {(c["step_index"], c["signal"]) for c in d.candidates}
+
+
+def test_swe_agent_open_then_edit_is_a_read_before_edit() -> None:
+    # the editor's header `[File: tests/missing_colon.py ...]` also shows the path; the edge says why
+    # the edit needed the step: it read the file
+    r = Run()
+    r.user("Fix tests/missing_colon.py")
+    op = r.call(
+        "open",
+        {"path": "tests/missing_colon.py"},
+        "[File: tests/missing_colon.py (10 lines total)]\n1:def f()",
+    )
+    ed = r.call("edit", {"search": "def f()", "replace": "def f():"}, "Text replaced.")
+    assert edge(r.dag(), op, ed, "data")["rule"] == "read-before-edit"

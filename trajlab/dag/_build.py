@@ -383,6 +383,10 @@ class _Builder:
     def consume(self, node: int, io: StepIO, typ: str = "data", value_rule: str = "value") -> None:
         ix = self.ix
         scripts = set(io.scripts)
+        for path in io.edits:  # first: an edit's reason to read is its own (an edge keeps its first rule)
+            r = self.ix.find_latest(ix.reads.get(basename(path)), path, node, True)
+            if r is not None:
+                self.edge(r, node, typ, path, "read-before-edit")
         for path in dict.fromkeys([*io.consumed, *io.edits, *io.scripts]):
             w = self.ix.find_writer(path, node)
             if w is not None:
@@ -399,10 +403,6 @@ class _Builder:
             c = self.ix.find_dir_creator(path, node)  # nobody wrote the file: who made its directory?
             if c is not None:
                 self.edge(c[0], node, typ, c[2], "created-dir")
-        for path in io.edits:
-            r = self.ix.find_latest(ix.reads.get(basename(path)), path, node, True)
-            if r is not None:
-                self.edge(r, node, typ, path, "read-before-edit")
         for word in io.words:
             src = self.ix.find_latest(ix.dirs.get(basename(word)), word, node)
             if src is not None:

@@ -40,7 +40,8 @@ paths, and a path relative to it, shown in an output, names the file (a prompt's
 of `/work/task/clip.mp4`); a bare word naming that directory is no use of its files; `$120`, `45%`, `57°F`
 state their numbers; a verifier's failed verdict is no step error, and `first_error` also names an orphan
 result or a flagged message; a diff answer claims its added lines, not its context or removed lines;
-Terminus-2's handoff questioner sees only its prompt, not the history."""
+Terminus-2's handoff questioner sees only its prompt, not the history; an edit of a file a step read
+is `read-before-edit` even when that step's output also showed the path."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
