@@ -456,3 +456,49 @@ def test_swe_agent_open_then_edit_is_a_read_before_edit() -> None:
     )
     ed = r.call("edit", {"search": "def f()", "replace": "def f():"}, "Text replaced.")
     assert edge(r.dag(), op, ed, "data")["rule"] == "read-before-edit"
+
+
+def _signals(d) -> set[tuple[int, str]]:
+    return {(c["step_index"], c["signal"]) for c in d.candidates}
+
+
+def test_a_reproduced_bug_that_is_then_fixed_is_no_unrecovered_error() -> None:
+    # mini-swe-agent: the agent runs the module with a zero divisor on purpose, sees ZeroDivisionError,
+    # rewrites the module and submits without running it again
+    r = Run()
+    r.user("division() in tests/missing_colon.py crashes on a zero divisor; fix it")
+    ok = r.bash("python3 tests/missing_colon.py", "8.2")
+    rep = r.bash(
+        'python3 -c "from tests.missing_colon import division; print(division(23, 0))"',
+        "Traceback (most recent call last):\nZeroDivisionError: division by zero",
+        exit_code=1,
+    )
+    fix = r.bash(
+        "cat > tests/missing_colon.py << 'EOF'\ndef division(a, b):\n    return a / b if b else 0\nEOF", ""
+    )
+    d = r.dag()
+    # the import names the module's file, which the prompt named too
+    assert edge(d, 0, rep, "data")["artifact"] == "tests/missing_colon.py"
+    assert d.metrics["n_errors"] == 1 and d.metrics["n_unrecovered_errors"] == 0
+    assert not {s for s in _signals(d) if s[1].startswith("unrecovered_error")}
+    assert ok < rep < fix
+
+
+def test_creating_a_missing_script_or_editing_the_failing_script_is_no_fix() -> None:
+    # the script did not exist when the step failed: what it was to count was never counted
+    r = Run()
+    r.user("How many words does clip.txt have?")
+    miss = r.bash("python3 count_words.py clip.txt", "python3: can't open file 'count_words.py'", exit_code=2)
+    r.call("Write", {"file_path": "count_words.py", "content": "import sys"}, "ok")
+    assert (miss, "unrecovered_error") in _signals(r.dag())
+    # OpenHands: a reproduction script fails, is edited, fails again, is edited: still failing
+    r2 = Run()
+    r2.user("Reproduce the bug")
+    r2.call("Write", {"file_path": "/ws/reproduce_error.py", "content": "import monai"}, "ok")
+    runs = []
+    for k in range(2):
+        runs.append(r2.bash("python /ws/reproduce_error.py", f"Traceback\nTypeError: {k}", exit_code=1))
+        r2.call("Edit", {"file_path": "/ws/reproduce_error.py", "old_string": "a", "new_string": "b"}, "ok")
+    d2 = r2.dag()
+    assert d2.metrics["n_unrecovered_errors"] >= 1
+    assert runs[-1] in {s for s, sig in _signals(d2) if sig.startswith("unrecovered_error")}

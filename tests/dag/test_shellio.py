@@ -116,7 +116,7 @@ def test_fast_parse_matches_parse_shell(line: str) -> None:
         ("setsid ffmpeg -y -i a.mp4 a.wav", [("a.wav", "ffmpeg-output")], ["a.mp4"], []),
         ("uv run python calc.py", [], [], ["calc.py"]),
         ("uv run calc.py", [], [], ["calc.py"]),
-        ("poetry run python -m tool.main data.csv", [], ["data.csv"], []),
+        ("poetry run python -m tool.main data.csv", [], ["data.csv"], ["tool/main.py"]),
         ('script -qc "python3 a.py" /dev/null', [], [], ["a.py"]),
         ("watch -n 5 tail -n 3 log.txt", [], ["log.txt"], []),
         (

@@ -14,7 +14,7 @@ from ._answer import answer_edges, task_text
 from ._candidates import rank_candidates
 from ._model import ANSWER_PATH_EDGES, DAG_VERSION, MEDIA_MODALITIES, USE_EDGES, StepDag
 from ._stepio import BOOKKEEPING_TOOLS, SETUP_TOOLS
-from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, ext_of, scan
+from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, basename, ext_of, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -139,7 +139,9 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
         if end > v and nodes[v]["status"] == "error" and nodes[end]["status"] not in ("error", "timeout"):
             recovered.add(v)
     errors = [v for v in order if nodes[v]["status"] in ("error", "timeout")]
-    unrecovered = [v for v in errors if nodes[v]["kind"] == "action" and v not in recovered]
+    failed = [v for v in errors if nodes[v]["kind"] == "action" and v not in recovered]
+    addressed = _addressed(b, failed)
+    unrecovered = [v for v in failed if v not in addressed]
     answer_branches = list(dict.fromkeys(nodes[v]["branch"] for v in order if v in on and nodes[v]["branch"]))
     ctx = {
         "answer": answer,
@@ -187,6 +189,43 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
         "dag_version": DAG_VERSION,
     }
     return StepDag(b.tid, [nodes[v] for v in order], edges, metrics, candidates)
+
+
+def _addressed(b: _Builder, failed: list[int]) -> set[int]:
+    """Failed runs of code that the same agent then changed: a reproduction of a bug followed by its fix
+    (`python -c "from tests.m import f; f(23, 0)"` fails, tests/m.py is edited or rewritten next). The
+    failure was dealt with, not left behind, even when nothing ran the code again. The file is one the
+    step read or imported, not the script it ran (changing that is another attempt, judged by its
+    retry, as OpenHands' edits of a failing `reproduce_error.py` are). The file must have
+    existed when the step failed (an earlier step read, ran or wrote it): creating a missing script is
+    no such fix, since the failed step never ran it and what it was to compute stays missing."""
+    if not failed:
+        return set()
+    nodes = b.nodes
+    touched: dict[str, list[tuple[int, str]]] = defaultdict(list)  # steps that read, ran or wrote a file
+    for w, wio in b.io.items():
+        for p in (*wio.edits, *(p for p, _ in wio.produced), *wio.consumed, *wio.scripts):
+            touched[basename(p)].append((w, p))
+    out: set[int] = set()
+    for v in failed:
+        io = b.io.get(v)
+        if io is None:
+            continue
+        agent = nodes[v]["agent_id"]
+        for f in io.consumed:  # not a script it ran: editing that one is another attempt, a retry
+            hits = touched.get(basename(f))
+            if not hits or not any(u < v and nodes[u]["status"] == "ok" and same_file(p, f) for u, p in hits):
+                continue
+            if any(
+                w > v
+                and nodes[w]["agent_id"] == agent
+                and nodes[w]["status"] != "error"
+                and any(same_file(p, f) for p in (*b.io[w].edits, *(q for q, _ in b.io[w].produced)))
+                for w, _ in hits
+            ):
+                out.add(v)
+                break
+    return out
 
 
 def _recovers(

@@ -41,7 +41,9 @@ of `/work/task/clip.mp4`); a bare word naming that directory is no use of its fi
 state their numbers; a verifier's failed verdict is no step error, and `first_error` also names an orphan
 result or a flagged message; a diff answer claims its added lines, not its context or removed lines;
 Terminus-2's handoff questioner sees only its prompt, not the history; an edit of a file a step read
-is `read-before-edit` even when that step's output also showed the path."""
+is `read-before-edit` even when that step's output also showed the path; inline Python's dotted imports
+read the module's file and `python -m pkg.mod` runs `pkg/mod.py`; a failure the agent answered by changing
+the file the step read or imported is addressed, not unrecovered."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

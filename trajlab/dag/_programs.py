@@ -9,6 +9,8 @@ production carries the name of the rule that found it; docs/dag.md lists them wi
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass, field
 
 from ..normalize import SimpleCommand
@@ -315,6 +317,17 @@ def _converter(acc: ShellIOBuilder, prog: str, args: list[str]) -> None:
         acc.consume_words(pos)
 
 
+_DOTTED_IMPORT = re.compile(r"\b(?:from|import)\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+"""A dotted module an inline Python script imports (a project's `tests.missing_colon`, not `os`)."""
+
+
+_STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def _module_file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
 def _interpreter(acc: ShellIOBuilder, prog: str, args: list[str], sc: SimpleCommand) -> None:
     code_flag = _CODE_FLAGS.get(prog)
     code: list[str] = []
@@ -326,6 +339,9 @@ def _interpreter(acc: ShellIOBuilder, prog: str, args: list[str], sc: SimpleComm
             acc.consume_words(_positional(args[k + 2 :]))
             break
         if a == "-m" and k + 1 < len(args):
+            mod = args[k + 1]
+            if prog.startswith("python") and "." in mod and mod.split(".", 1)[0] not in _STDLIB:
+                acc.io.scripts.append(acc.p(_module_file(mod)))  # `python -m tests.test_x` runs that file
             acc.consume_words(_positional(args[k + 2 :]))
             break
         if a.startswith("-"):
@@ -338,6 +354,9 @@ def _interpreter(acc: ShellIOBuilder, prog: str, args: list[str], sc: SimpleComm
     if sc.heredocs and not any(op in _REDIRECT_OUT for op, _ in sc.redirects):
         code += sc.heredocs
     for c in code:
+        if prog.startswith("python"):  # `from tests.missing_colon import division` runs that file
+            mods = dict.fromkeys(_DOTTED_IMPORT.findall(c))
+            acc.consume_words([_module_file(m) for m in mods if m.split(".", 1)[0] not in _STDLIB])
         written, read, urls = code_io(c)
         for w in written:
             acc.produce(w, "code-write")
