@@ -447,15 +447,8 @@ def test_a_diff_answer_claims_its_added_lines_not_its_context() -> None:
 def test_swe_agent_open_then_edit_is_a_read_before_edit() -> None:
     # the editor's header `[File: tests/missing_colon.py ...]` also shows the path; the edge says why
     # the edit needed the step: it read the file
-    r = Run()
-    r.user("Fix tests/missing_colon.py")
-    op = r.call(
-        "open",
-        {"path": "tests/missing_colon.py"},
-        "[File: tests/missing_colon.py (10 lines total)]\n1:def f()",
-    )
-    ed = r.call("edit", {"search": "def f()", "replace": "def f():"}, "Text replaced.")
-    assert edge(r.dag(), op, ed, "data")["rule"] == "read-before-edit"
+    r, ix = _search_replace_run("\n")
+    assert edge(r.dag(), ix["open"], ix["edit"], "data")["rule"] == "read-before-edit"
 
 
 def _signals(d) -> set[tuple[int, str]]:
