@@ -495,3 +495,50 @@ def test_creating_a_missing_script_or_editing_the_failing_script_is_no_fix() -> 
     d2 = r2.dag()
     assert d2.metrics["n_unrecovered_errors"] >= 1
     assert runs[-1] in {s for s, sig in _signals(d2) if sig.startswith("unrecovered_error")}
+
+
+def test_terminate_is_no_answer_and_a_final_answer_thought_is() -> None:
+    # Who&When (CaptainAgent): the last message is a bare TERMINATE; the answer is the one before it
+    r = Run(final_answer=None)
+    r.user("Which album did Christgau not grade?")
+    lookup = r.call(
+        "web_search", {"query": "christgau fiona apple"}, "Tidal: no grade; Harbinger: not reviewed"
+    )
+    ans = r.say("The album is **Harbinger**, which was not reviewed. TERMINATE")
+    r.say("TERMINATE")
+    d = r.dag()
+    assert d.metrics["answer_step"] == ans
+    assert all(e["artifact"] != "TERMINATE" for e in d.edges)
+    assert (lookup, ans, "answer") in edge_set(d)
+    # Who&When (Magentic-One): the Orchestrator writes FINAL ANSWER in a thought, then asks for more
+    r2 = Run(final_answer="5")
+    r2.user("How many slides mention crustaceans?")
+    count = r2.bash("python count.py slides.pptx", "slides mentioning crustaceans:\n5")
+    final = r2.think("Traceback ignored. FINAL ANSWER: 5")
+    r2.say("Assistant, please verify if 'Yeti crab' is a crustacean (5 slides so far).")
+    d2 = r2.dag()
+    assert d2.metrics["answer_step"] == final
+    assert (count, final, "answer") in edge_set(d2)
+
+
+def test_the_same_command_run_again_much_later_is_its_retry() -> None:
+    # OpenHands: the reproduction fails, the agent reads and edits a dozen files, then runs the very same
+    # command, which passes
+    r = Run()
+    r.user("Fix the mypy crash")
+    rep = r.bash("mypy /ws/reproduce_error.py", "error: INTERNAL ERROR", exit_code=2)
+    for k in range(12):
+        r.call("Read", {"file_path": f"/ws/mypy/plugins/m{k}.py"}, "x")
+    again = r.bash("mypy /ws/reproduce_error.py", "Success: no issues found")
+    d = r.dag()
+    assert edge(d, rep, again, "retry")["rule"] == "retry-same-tool"
+    assert d.metrics["n_unrecovered_errors"] == 0
+
+
+def test_the_starting_directory_is_revealed_by_no_output() -> None:
+    # Claude Code: a Glob lists files under the cwd; a Task prompt naming the cwd took it from the Glob
+    r = _started_in(Run(), "/home/m/spotter")
+    r.user("Review the project")
+    glob = r.call("Glob", {"pattern": "**/*.ex"}, "/home/m/spotter/lib/a.ex\n/home/m/spotter/lib/b.ex")
+    task = r.call("Task", {"prompt": "Review the code in /home/m/spotter and report"}, "done")
+    assert not [e for e in r.dag().edges if e["src"] == glob and e["dst"] == task and e["type"] == "data"]

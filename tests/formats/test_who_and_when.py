@@ -50,8 +50,9 @@ def test_hand_crafted_one_step_per_message_and_annotation():
     assert json.loads(run1["metadata"]) == {"executes_step": 3}
     assert run2["tool_name"] == "bash" and run2["exit_code"] == 127 and run2["is_error"] is True
     assert run2["tool"] == "ffmpeg" and run2["modality"] == "audio"
-    assert nocode["kind"] == "tool_call" and nocode["arguments"] is None and nocode["is_error"] is True
-    assert t["n_tool_calls"] == 3 and t["n_errors"] == 2
+    # "no code to execute" is the chat's notice that nothing ran, not a failure
+    assert nocode["kind"] == "tool_call" and nocode["arguments"] is None and nocode["is_error"] is False
+    assert t["n_tool_calls"] == 3 and t["n_errors"] == 1
     assert t["n_subagents"] == 3  # Orchestrator, Assistant, ComputerTerminal
     assert "history[10]: execution output without a preceding code block" in t["anomalies"]
 
@@ -117,6 +118,50 @@ def test_code_quoted_in_an_orchestrator_thought_is_not_executed(tmp_path):
     assert run["arguments"] is None and run["tool_name"] == "execute_code"  # not the team list as python
     assert run["is_error"] is False  # the terminal reports a clean exit
     assert "history[3]: execution output without a preceding code block" in t["anomalies"]
+
+
+def test_captain_agent_terminal_runs_only_the_last_messages_code(tmp_path):
+    """Shape of corpus Algorithm-Generated runs: an expert's message carries code, a second expert answers
+    in prose, and the terminal says there is no code in the last message: it ran nothing, and that is
+    no error of the agents' work."""
+    d = {
+        "history": [
+            {
+                "content": "Run this:\n```python\nprint('Harbinger')\n```",
+                "name": "Music_Expert",
+                "role": "assistant",
+            },
+            {
+                "content": "exitcode: 0 (execution succeeded)\nCode output: Harbinger\n",
+                "name": "Computer_terminal",
+                "role": "user",
+            },
+            {
+                "content": "I verified the list by hand; no code needed.",
+                "name": "Verify_Expert",
+                "role": "assistant",
+            },
+            {
+                "content": "There is no code from the last 1 message for me to execute. Group chat manager should "
+                "let other participants to continue the conversation.",
+                "name": "Computer_terminal",
+                "role": "user",
+            },
+        ],
+        "question": "Which album?",
+        "is_correct": False,
+        "system_prompt": {"Music_Expert": "..."},
+        "mistake_agent": "Music_Expert",
+        "mistake_step": "0",
+        "mistake_reason": "x",
+    }
+    p = tmp_path / "1.json"
+    p.write_text(json.dumps(d))
+    [(t, steps)], _ = parse(p)
+    assert steps[1]["arguments"] is not None and json.loads(steps[1]["metadata"]) == {"executes_step": 0}
+    notice = steps[3]
+    assert notice["arguments"] is None and notice["metadata"] is None  # not the first message's code again
+    assert notice["is_error"] is False and t["n_errors"] == 0
 
 
 def test_annotation_at_the_end_of_a_long_file_is_found(tmp_path):

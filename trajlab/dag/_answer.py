@@ -71,6 +71,7 @@ _STOP = frozenset(
         "where",
         "answer",
         "final",
+        "terminate",
         "therefore",
         "because",
         "based",

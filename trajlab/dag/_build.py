@@ -315,6 +315,8 @@ class _Builder:
             if g is not None:  # printed as 4,210, typed as 4210
                 self.wanted[g].append(("g", last, v))
         for p, last in paths.items():
+            if p == self.start:  # the run's own directory: every step is in it, no output reveals it
+                continue
             for pr in _probes(p, self.start):
                 self.wanted[pr].append(("p", last, p))
             self.wanted[basename(p)].append(("b", last, p))

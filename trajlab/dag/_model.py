@@ -43,7 +43,9 @@ result or a flagged message; a diff answer claims its added lines, not its conte
 Terminus-2's handoff questioner sees only its prompt, not the history; an edit of a file a step read
 is `read-before-edit` even when that step's output also showed the path; inline Python's dotted imports
 read the module's file and `python -m pkg.mod` runs `pkg/mod.py`; a failure the agent answered by changing
-the file the step read or imported is addressed, not unrecovered."""
+the file the step read or imported is addressed, not unrecovered; a bare `TERMINATE` is no answer and a
+`FINAL ANSWER:` thought is; the very same command run again past the 10-action window is a retry; the
+starting directory is revealed by no output."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

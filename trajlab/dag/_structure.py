@@ -324,6 +324,14 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     break
             if found is None and similar is not None:
                 found = (similar, "retry-same-tool")
+            if found is None and ca and ka is not None:
+                # the very same command run again later (a reproduction rerun after a fix, 13 actions on)
+                for c in actions[k + 11 :]:
+                    if b.nodes[c]["tool"] == ka and b.ix.ok_src(a, c):
+                        cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
+                        if cb == ca:
+                            found = (c, "retry-same-tool")
+                            break
             if found is not None:
                 b.edge(a, found[0], "retry", pa, found[1])
                 out[a] = found[0]
@@ -345,7 +353,13 @@ def answer_node(b: _Builder) -> int | None:
     later submit."""
     root = b.main_thread
     final = (b.t.get("final_answer") or "").strip()
-    texts = [i for i in root if b.nodes[i]["kind"] == "text" and (b.by_idx[i].get("text") or "").strip()]
+    texts = [
+        i
+        for i in root
+        if b.nodes[i]["kind"] == "text"
+        and (b.by_idx[i].get("text") or "").strip()
+        and not _CONTROL_ONLY.fullmatch(b.by_idx[i].get("text") or "")
+    ]
     submits = [
         i
         for i in root
@@ -355,7 +369,18 @@ def answer_node(b: _Builder) -> int | None:
     answer = None
     if final:
         head = final[:200]
-        answer = next((i for i in reversed(texts) if head in (b.by_idx[i].get("text") or "")), None)
+        # the message that wrote "FINAL ANSWER: <it>" (Magentic-One's Orchestrator writes it as a thought)
+        answer = next(
+            (
+                i
+                for i in reversed(root)
+                if b.nodes[i]["kind"] in ("text", "reasoning")
+                and _states_final(b.by_idx[i].get("text"), head)
+            ),
+            None,
+        )
+        if answer is None:
+            answer = next((i for i in reversed(texts) if head in (b.by_idx[i].get("text") or "")), None)
     if answer is None and texts:
         answer = texts[-1]
     if submits and (answer is None or submits[-1] > answer):
@@ -364,6 +389,17 @@ def answer_node(b: _Builder) -> int | None:
     if answer is not None and actions and actions[-1] > answer:
         return None  # the run went on acting after its last message: it never answered
     return answer
+
+
+_CONTROL_ONLY = re.compile(r"\W*TERMINATE\W*")
+"""A message that only ends the conversation (AutoGen's `TERMINATE`): no answer of its own."""
+
+
+def _states_final(text: str | None, final: str) -> bool:
+    if not text:
+        return False
+    k = text.upper().rfind("FINAL ANSWER")
+    return k >= 0 and final in text[k:]
 
 
 SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")

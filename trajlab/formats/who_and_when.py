@@ -172,7 +172,8 @@ class WhoAndWhenAdapter(Adapter):
     runner = "who_and_when"
     extensions = (".json",)
     priority = 30
-    version = 2  # 2: WebSurfer/FileSurfer action reports are tool calls
+    version = 3  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
+    # error, and a CaptainAgent terminal runs only the last message's code
     description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -215,6 +216,10 @@ class WhoAndWhenAdapter(Adapter):
         last_blocks: list[tuple[str, str]] | None = None
         last_blocks_at: int | None = None
         agents: list[str] = []
+        subset = "Algorithm-Generated" if "system_prompt" in d or "is_correct" in d else "Hand-Crafted"
+        if path.parent.name in ("Hand-Crafted", "Algorithm-Generated"):
+            subset = path.parent.name
+        generated = subset == "Algorithm-Generated"
         for i, msg in enumerate(d["history"]):
             if not isinstance(msg, dict):
                 # Keep the slot so that step_index still equals the history index.
@@ -237,8 +242,9 @@ class WhoAndWhenAdapter(Adapter):
                     "arguments": args,
                     "output": text,
                     "exit_code": code,
-                    # no code to run is a failed execution, unless the terminal reports an exit status
-                    "is_error": (code not in (0, None)) or (args is None and code is None),
+                    # "There is no code from the last 1 message for me to execute" is the group chat's
+                    # notice that nothing ran, no failure of the agents' work: only a failed exit status is
+                    "is_error": code not in (0, None),
                     "metadata": {"executes_step": last_blocks_at} if args is not None else None,
                 }
                 if args is None:
@@ -290,9 +296,11 @@ class WhoAndWhenAdapter(Adapter):
             blocks = _code_blocks(text) if what != "thought" else None
             if blocks:
                 last_blocks, last_blocks_at = blocks, i
-        subset = "Algorithm-Generated" if "system_prompt" in d or "is_correct" in d else "Hand-Crafted"
-        if path.parent.name in ("Hand-Crafted", "Algorithm-Generated"):
-            subset = path.parent.name
+            elif generated and what != "thought":
+                # CaptainAgent's terminal runs the code of the last message only ("no code from the last
+                # 1 message"): an earlier message's code is not what it runs next. (Magentic-One's
+                # Orchestrator speaks between the Coder's code and the terminal, so there it is kept.)
+                last_blocks, last_blocks_at = None, None
         ann = {
             "mistake_agent": d.get("mistake_agent"),
             "mistake_step": _int(d.get("mistake_step")),
