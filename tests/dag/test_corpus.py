@@ -279,7 +279,13 @@ def test_codex_sandbox_denial_is_an_error_and_its_escalated_rerun_a_retry(lab: L
     assert (status[i], status[rerun["step_index"]]) == ("error", "ok")
     assert _edge(d, i, rerun["step_index"], "retry")["rule"] == "retry-same-tool"
     assert d.metrics["first_error_step"] == i
-    assert d.metrics["n_unrecovered_errors"] == 0
+    # what stays unrecovered is what the browser policy refused (the real blocker of this run)
+    refused = [
+        s["step_index"] for s in steps if "Browser Use rejected this action" in (s["output"] or "")[:200]
+    ]
+    assert len(refused) == 2 and all(status[k] == "error" for k in refused)
+    assert d.metrics["n_unrecovered_errors"] == 2
+    assert d.candidates[0]["step_index"] == refused[0] and d.candidates[0]["signal"] == "unrecovered_error"
 
 
 def test_claude_code_starting_directory(lab: Lab) -> None:

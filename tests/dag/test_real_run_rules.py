@@ -542,3 +542,24 @@ def test_the_starting_directory_is_revealed_by_no_output() -> None:
     glob = r.call("Glob", {"pattern": "**/*.ex"}, "/home/m/spotter/lib/a.ex\n/home/m/spotter/lib/b.ex")
     task = r.call("Task", {"prompt": "Review the code in /home/m/spotter and report"}, "done")
     assert not [e for e in r.dag().edges if e["src"] == glob and e["dst"] == task and e["type"] == "data"]
+
+
+def test_a_policy_refusal_of_a_browser_action_is_an_error() -> None:
+    # Codex with Browser Use: the MCP tool's result is the refusal itself, with no error flag
+    r = Run()
+    r.user("Open the local UI and check the login page")
+    refused = r.call(
+        "mcp__node_repl__js",
+        {"code": "await tab.goto('http://localhost:5173')"},
+        '[{"type":"text","text":"Browser Use rejected this action due to browser security policy. Reason: ..."}]',
+        exit_code=None,
+    )
+    quoted = r.bash(
+        "grep -r 'Browser Use rejected this action' notes.md",
+        "notes.md: Browser Use rejected this action",
+        exit_code=0,
+    )
+    d = r.dag()
+    status = {n["node_id"]: n["status"] for n in d.nodes}
+    assert (status[refused], status[quoted]) == ("error", "ok")
+    assert d.metrics["first_error_step"] == refused

@@ -45,7 +45,8 @@ is `read-before-edit` even when that step's output also showed the path; inline 
 read the module's file and `python -m pkg.mod` runs `pkg/mod.py`; a failure the agent answered by changing
 the file the step read or imported is addressed, not unrecovered; a bare `TERMINATE` is no answer and a
 `FINAL ANSWER:` thought is; the very same command run again past the 10-action window is a retry; the
-starting directory is revealed by no output."""
+starting directory is revealed by no output; a tool output that starts `Browser Use rejected this action` is an
+error."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

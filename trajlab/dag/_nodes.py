@@ -91,6 +91,8 @@ def node_status(step: dict[str, Any]) -> str:
             return "error"
         if out and _REJECTED in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
             return "error"
+        if out and _policy_refused(out):
+            return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 else "no-output"
         return "ok"
@@ -118,6 +120,19 @@ def _only_error_lines(out: str) -> bool:
     is not permitted), where a `grep` that only found nothing would print nothing."""
     lines = [x.strip() for x in out[:4000].splitlines() if x.strip()]
     return 0 < len(lines) <= _ERROR_LINES_MAX and all(_ERROR_LINE.fullmatch(x) for x in lines)
+
+
+_POLICY_REFUSALS = ("Browser Use rejected this action",)
+"""How a tool's own output starts when a policy refused the call (Codex's Browser Use, wrapped as MCP text
+content or not): nothing was done, with no exit code or error flag."""
+_MCP_TEXT = '[{"type":"text","text":"'
+
+
+def _policy_refused(out: str) -> bool:
+    head = out.lstrip()[:200]
+    if head.startswith(_MCP_TEXT):
+        head = head[len(_MCP_TEXT) :]
+    return head.startswith(_POLICY_REFUSALS)
 
 
 def _router_failed(tool_name: str | None, out: str) -> bool:
