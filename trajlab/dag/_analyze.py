@@ -199,13 +199,16 @@ def _addressed(b: _Builder, failed: list[int]) -> set[int]:
     retry, as OpenHands' edits of a failing `reproduce_error.py` are). The file must have
     existed when the step failed (an earlier step read, ran or wrote it): creating a missing script is
     no such fix, since the failed step never ran it and what it was to compute stays missing."""
-    if not failed:
+    wanted = {basename(f) for v in failed if v in b.io for f in b.io[v].consumed}
+    if not wanted:
         return set()
     nodes = b.nodes
     touched: dict[str, list[tuple[int, str]]] = defaultdict(list)  # steps that read, ran or wrote a file
     for w, wio in b.io.items():
         for p in (*wio.edits, *(p for p, _ in wio.produced), *wio.consumed, *wio.scripts):
-            touched[basename(p)].append((w, p))
+            name = basename(p)
+            if name in wanted:
+                touched[name].append((w, p))
     out: set[int] = set()
     for v in failed:
         io = b.io.get(v)

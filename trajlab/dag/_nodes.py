@@ -91,7 +91,7 @@ def node_status(step: dict[str, Any]) -> str:
             return "error"
         if out and _REJECTED in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
             return "error"
-        if out and _policy_refused(out):
+        if out and out[0] in _REFUSAL_FIRST and _policy_refused(out):
             return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 else "no-output"
@@ -126,10 +126,11 @@ _POLICY_REFUSALS = ("Browser Use rejected this action",)
 """How a tool's own output starts when a policy refused the call (Codex's Browser Use, wrapped as MCP text
 content or not): nothing was done, with no exit code or error flag."""
 _MCP_TEXT = '[{"type":"text","text":"'
+_REFUSAL_FIRST = frozenset("[B \t\r\n")  # what such an output can start with (a cheap first test)
 
 
 def _policy_refused(out: str) -> bool:
-    head = out.lstrip()[:200]
+    head = out[:400].lstrip()
     if head.startswith(_MCP_TEXT):
         head = head[len(_MCP_TEXT) :]
     return head.startswith(_POLICY_REFUSALS)

@@ -292,6 +292,7 @@ def find_retries(b: _Builder) -> dict[int, int]:
     out: dict[int, int] = {}
     for idxs in b.agent_steps.values():
         actions = [i for i in idxs if b.nodes[i]["kind"] == "action"]
+        same_cmd: dict[tuple[str, str], list[int]] | None = None  # built when first needed
         for k, a in enumerate(actions):
             na = b.nodes[a]
             if na["status"] not in ("error", "timeout"):
@@ -324,17 +325,28 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     break
             if found is None and similar is not None:
                 found = (similar, "retry-same-tool")
-            if found is None and ca and ka is not None:
+            if found is None and ca and ka is not None and len(actions) > k + 11:
                 # the very same command run again later (a reproduction rerun after a fix, 13 actions on)
-                for c in actions[k + 11 :]:
-                    if b.nodes[c]["tool"] == ka and b.ix.ok_src(a, c):
-                        cb = (b.by_idx[c].get("command") or b.by_idx[c].get("arguments") or "")[:300]
-                        if cb == ca:
-                            found = (c, "retry-same-tool")
-                            break
+                if same_cmd is None:
+                    same_cmd = _commands(b, actions)
+                for pos in same_cmd.get((ka, ca), ()):
+                    if pos > k + 10 and b.ix.ok_src(a, actions[pos]):
+                        found = (actions[pos], "retry-same-tool")
+                        break
             if found is not None:
                 b.edge(a, found[0], "retry", pa, found[1])
                 out[a] = found[0]
+    return out
+
+
+def _commands(b: _Builder, actions: list[int]) -> dict[tuple[str, str], list[int]]:
+    """(tool, command) -> positions in `actions` where it ran, in order."""
+    out: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for pos, c in enumerate(actions):
+        tool = b.nodes[c]["tool"]
+        if tool is not None:
+            s = b.by_idx[c]
+            out[(tool, (s.get("command") or s.get("arguments") or "")[:300])].append(pos)
     return out
 
 
@@ -352,33 +364,29 @@ def answer_node(b: _Builder) -> int | None:
     """The final answer: the root agent's (or a peer's) last message (or the final answer's message), or a
     later submit."""
     root = b.main_thread
+    nodes, by_idx = b.nodes, b.by_idx
     final = (b.t.get("final_answer") or "").strip()
-    texts = [
-        i
-        for i in root
-        if b.nodes[i]["kind"] == "text"
-        and (b.by_idx[i].get("text") or "").strip()
-        and not _CONTROL_ONLY.fullmatch(b.by_idx[i].get("text") or "")
-    ]
+    texts: list[int] = []  # messages with text, bar a bare TERMINATE
+    marked: list[int] = []  # messages and thoughts that write "FINAL ANSWER"
+    for i in root:
+        kind = nodes[i]["kind"]
+        if kind == "text" or kind == "reasoning":
+            t = by_idx[i].get("text") or ""
+            if "FINAL ANSWER" in t:
+                marked.append(i)
+            if kind == "text" and t and not t.isspace() and not (len(t) < 64 and _CONTROL_ONLY.fullmatch(t)):
+                texts.append(i)
     submits = [
         i
         for i in root
-        if b.nodes[i]["kind"] == "action"
-        and (b.nodes[i]["tool"] in FINISH_TOOLS or _submits(b.by_idx[i].get("command")))
+        if nodes[i]["kind"] == "action"
+        and (nodes[i]["tool"] in FINISH_TOOLS or _submits(by_idx[i].get("command")))
     ]
     answer = None
     if final:
         head = final[:200]
         # the message that wrote "FINAL ANSWER: <it>" (Magentic-One's Orchestrator writes it as a thought)
-        answer = next(
-            (
-                i
-                for i in reversed(root)
-                if b.nodes[i]["kind"] in ("text", "reasoning")
-                and _states_final(b.by_idx[i].get("text"), head)
-            ),
-            None,
-        )
+        answer = next((i for i in reversed(marked) if _states_final(by_idx[i].get("text"), head)), None)
         if answer is None:
             answer = next((i for i in reversed(texts) if head in (b.by_idx[i].get("text") or "")), None)
     if answer is None and texts:
@@ -396,9 +404,11 @@ _CONTROL_ONLY = re.compile(r"\W*TERMINATE\W*")
 
 
 def _states_final(text: str | None, final: str) -> bool:
+    """The text writes `FINAL ANSWER` (the marker the Who&When adapter reads the final answer from)
+    followed by the answer."""
     if not text:
         return False
-    k = text.upper().rfind("FINAL ANSWER")
+    k = text.rfind("FINAL ANSWER")
     return k >= 0 and final in text[k:]
 
 
