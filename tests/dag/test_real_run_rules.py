@@ -563,3 +563,16 @@ def test_a_policy_refusal_of_a_browser_action_is_an_error() -> None:
     status = {n["node_id"]: n["status"] for n in d.nodes}
     assert (status[refused], status[quoted]) == ("error", "ok")
     assert d.metrics["first_error_step"] == refused
+
+
+def test_function_words_of_a_short_answer_are_no_terms() -> None:
+    # Claude Code: "Both gqc.6 and gqc.7 commits are on origin" took "Both" from an unrelated `bd show`
+    r = Run()
+    r.user("Are the epic's commits pushed?")
+    show = r.bash("bd show spotter-gqc", "Both subtasks are closed. Since Monday: 7 of 7 done.")
+    log = r.bash("git log --oneline origin/main -2", "a1b2c3d gqc.7 review page\n9f8e7d6 gqc.6 lifecycle")
+    ans = r.say("Both gqc.6 and gqc.7 are on origin since the push.")
+    d = r.dag()
+    into = {(e["src"], e["artifact"]) for e in d.edges if e["dst"] == ans and e["type"] == "answer"}
+    assert not [a for s, a in into if s == show]
+    assert any(s == log for s, _ in into)

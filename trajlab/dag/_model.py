@@ -46,7 +46,7 @@ read the module's file and `python -m pkg.mod` runs `pkg/mod.py`; a failure the 
 the file the step read or imported is addressed, not unrecovered; a bare `TERMINATE` is no answer and a
 `FINAL ANSWER:` thought is; the very same command run again past the 10-action window is a retry; the
 starting directory is revealed by no output; a tool output that starts `Browser Use rejected this action` is an
-error."""
+error; function words and conversation talk (`both`, `since`, `agree`, `steps`...) are no answer terms."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
