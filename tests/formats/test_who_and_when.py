@@ -85,11 +85,29 @@ def test_algorithm_generated_names_and_is_correct():
     assert t["anomalies"] == []
 
 
+def _parse_log(tmp_path, name: str, history: list, mistake_agent: str, mistake_step: str, **fields):
+    """Write a Who&When log (history, question, annotation and `fields`) and parse it."""
+    d = {
+        "history": history,
+        "question": history[0]["content"] if history[0].get("role") == "human" else "Which album?",
+        "mistake_agent": mistake_agent,
+        "mistake_step": mistake_step,
+        "mistake_reason": "x",
+        **fields,
+    }
+    p = tmp_path / name
+    p.write_text(json.dumps(d))
+    [(t, steps)], _ = parse(p)
+    return t, steps
+
+
 def test_code_quoted_in_an_orchestrator_thought_is_not_executed(tmp_path):
     """Shape of corpus Hand-Crafted/47.json steps 51-55: a new plan (a `(thought)`) quotes the team
     list in a code block, the instruction to the terminal has none, and the terminal still runs."""
-    d = {
-        "history": [
+    t, steps = _parse_log(
+        tmp_path,
+        "47.json",
+        [
             {"content": "Which countries...?", "role": "human"},
             {
                 "content": "New plan:\n\n```\nFileSurfer: An agent that can handle local files.\n```",
@@ -104,15 +122,10 @@ def test_code_quoted_in_an_orchestrator_thought_is_not_executed(tmp_path):
                 "role": "ComputerTerminal",
             },
         ],
-        "question": "Which countries...?",
-        "ground_truth": "Brunei, China",
-        "mistake_agent": "Orchestrator",
-        "mistake_step": "2",
-        "mistake_reason": "x",
-    }
-    p = tmp_path / "47.json"
-    p.write_text(json.dumps(d))
-    [(t, steps)], _ = parse(p)
+        "Orchestrator",
+        "2",
+        ground_truth="Brunei, China",
+    )
     run = steps[3]
     assert run["kind"] == "tool_call" and run["exit_code"] == 0
     assert run["arguments"] is None and run["tool_name"] == "execute_code"  # not the team list as python
@@ -124,8 +137,10 @@ def test_captain_agent_terminal_runs_only_the_last_messages_code(tmp_path):
     """Shape of corpus Algorithm-Generated runs: an expert's message carries code, a second expert answers
     in prose, and the terminal says there is no code in the last message: it ran nothing, and that is
     no error of the agents' work."""
-    d = {
-        "history": [
+    t, steps = _parse_log(
+        tmp_path,
+        "1.json",
+        [
             {
                 "content": "Run this:\n```python\nprint('Harbinger')\n```",
                 "name": "Music_Expert",
@@ -148,16 +163,11 @@ def test_captain_agent_terminal_runs_only_the_last_messages_code(tmp_path):
                 "role": "user",
             },
         ],
-        "question": "Which album?",
-        "is_correct": False,
-        "system_prompt": {"Music_Expert": "..."},
-        "mistake_agent": "Music_Expert",
-        "mistake_step": "0",
-        "mistake_reason": "x",
-    }
-    p = tmp_path / "1.json"
-    p.write_text(json.dumps(d))
-    [(t, steps)], _ = parse(p)
+        "Music_Expert",
+        "0",
+        is_correct=False,
+        system_prompt={"Music_Expert": "..."},
+    )
     assert steps[1]["arguments"] is not None and json.loads(steps[1]["metadata"]) == {"executes_step": 0}
     notice = steps[3]
     assert notice["arguments"] is None and notice["metadata"] is None  # not the first message's code again
