@@ -203,12 +203,18 @@ def _addressed(b: _Builder, failed: list[int]) -> set[int]:
     if not wanted:
         return set()
     nodes = b.nodes
-    touched: dict[str, list[tuple[int, str]]] = defaultdict(list)  # steps that read, ran or wrote a file
+    # the steps that touched each such file: (step, path, whether it wrote it)
+    touched: dict[str, list[tuple[int, str, bool]]] = defaultdict(list)
     for w, wio in b.io.items():
-        for p in (*wio.edits, *(p for p, _ in wio.produced), *wio.consumed, *wio.scripts):
+        for p, wrote in (
+            *((p, True) for p in wio.edits),
+            *((p, True) for p, _ in wio.produced),
+            *((p, False) for p in wio.consumed),
+            *((p, False) for p in wio.scripts),
+        ):
             name = basename(p)
             if name in wanted:
-                touched[name].append((w, p))
+                touched[name].append((w, p, wrote))
     out: set[int] = set()
     for v in failed:
         io = b.io.get(v)
@@ -216,15 +222,11 @@ def _addressed(b: _Builder, failed: list[int]) -> set[int]:
             continue
         agent = nodes[v]["agent_id"]
         for f in io.consumed:  # not a script it ran: editing that one is another attempt, a retry
-            hits = touched.get(basename(f))
-            if not hits or not any(u < v and nodes[u]["status"] == "ok" and same_file(p, f) for u, p in hits):
-                continue
-            if any(
-                w > v
-                and nodes[w]["agent_id"] == agent
-                and nodes[w]["status"] != "error"
-                and any(same_file(p, f) for p in (*b.io[w].edits, *(q for q, _ in b.io[w].produced)))
-                for w, _ in hits
+            hits = [(u, wrote) for u, p, wrote in touched.get(basename(f), ()) if same_file(p, f)]
+            existed = any(u < v and nodes[u]["status"] == "ok" for u, _ in hits)
+            if existed and any(
+                wrote and u > v and nodes[u]["agent_id"] == agent and nodes[u]["status"] != "error"
+                for u, wrote in hits
             ):
                 out.add(v)
                 break

@@ -388,7 +388,7 @@ def answer_node(b: _Builder) -> int | None:
         # the message that wrote "FINAL ANSWER: <it>" (Magentic-One's Orchestrator writes it as a thought)
         answer = next((i for i in reversed(marked) if _states_final(by_idx[i].get("text"), head)), None)
         if answer is None:
-            answer = next((i for i in reversed(texts) if head in (b.by_idx[i].get("text") or "")), None)
+            answer = next((i for i in reversed(texts) if head in (by_idx[i].get("text") or "")), None)
     if answer is None and texts:
         answer = texts[-1]
     if submits and (answer is None or submits[-1] > answer):
