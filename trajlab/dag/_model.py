@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 15
+DAG_VERSION = 16
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -46,7 +46,9 @@ read the module's file and `python -m pkg.mod` runs `pkg/mod.py`; a failure the 
 the file the step read or imported is addressed, not unrecovered; a bare `TERMINATE` is no answer and a
 `FINAL ANSWER:` thought is; the very same command run again past the 10-action window is a retry; the
 starting directory is revealed by no output; a tool output that starts `Browser Use rejected this action` is an
-error; function words and conversation talk (`both`, `since`, `agree`, `steps`...) are no answer terms."""
+error; function words and conversation talk (`both`, `since`, `agree`, `steps`...) are no answer terms.
+16: a command with neither exit code nor error flag (SWE-agent, terminals, chat logs) is an error when its
+output ends in an uncaught Python exception, a pytest summary with failures, or only shell errors."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

@@ -95,12 +95,73 @@ def node_status(step: dict[str, Any]) -> str:
             return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 else "no-output"
+        if code is None and not err and _failed_by_output(step, out):
+            return "error"
         return "ok"
     if err and not _is_verdict(step):  # a logged API error, a harness's "could not parse your response"
         return "error"
     if kind == "compaction" and not (step.get("text") or "").strip():
         return "no-output"
     return "ok"
+
+
+_SHOWING_PROGRAMS = words("cat head tail less more nl tac bat grep egrep fgrep rg ag sed awk jq view strings")
+"""Programs that show text they read: an error at the end of what they print is the file's, not theirs."""
+_WARNING = r"\S+:\d+: \w*Warning: .*"
+_WARNING_LINE = re.compile(_WARNING)
+_TRAILER_LINE = re.compile(
+    r"\((?:Open file|Current directory): .*\)|bash-\$|[\w.-]+@[\w.-]+:[^\n]*[#$]|" + _WARNING
+)
+"""Lines after a command's own output: SWE-agent's status lines and prompt, a terminal's empty prompt, and
+the interpreter's shutdown warnings (`sys:1: RuntimeWarning: coroutine ... was never awaited`, with the
+indented source line a warning may have under it)."""
+_EXCEPTION_LINE = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|StopIteration)(?:: .*)?"
+)
+_PYTEST_FAILED = re.compile(r"=+ (?:.*\b)?\d+ (?:failed|errors?)\b.* in [\d.]+\s*m?s.*=+")
+_TRACEBACK = "Traceback (most recent call last):"
+_TAIL_CHARS = 8_000
+
+
+def _failed_by_output(step: dict[str, Any], out: str) -> bool:
+    """A command whose runner logs no exit status (SWE-agent, terminals, chat logs) failed when its
+    output ends the way a failed program's does: an uncaught Python exception (a traceback, or a
+    `SyntaxError` under its `File` line), a pytest summary with failures, or nothing but shell errors
+    (`bash: x: command not found`). A traceback or test summary that a program showing files (`cat`,
+    `tail`, `grep`) prints is a log's, not its own failure."""
+    if not step.get("command"):
+        return False
+    progs = step.get("programs") or ()
+    lines = out[-_TAIL_CHARS:].splitlines()
+    end = len(lines)
+    while end:
+        line = lines[end - 1].rstrip()
+        if not line or _TRAILER_LINE.fullmatch(line):
+            end -= 1
+        elif line[0].isspace() and end >= 2 and _WARNING_LINE.fullmatch(lines[end - 2].rstrip()):
+            end -= 2
+        else:
+            break
+    if not end:
+        return False
+    last = lines[end - 1].strip()
+    if progs and progs[0] in _SHOWING_PROGRAMS:
+        pass
+    elif _PYTEST_FAILED.fullmatch(last):
+        return True
+    elif _EXCEPTION_LINE.fullmatch(last):
+        for j in range(end - 2, -1, -1):
+            line = lines[j]
+            if line.startswith(_TRACEBACK):
+                return True
+            if line.startswith("  File ") and last.startswith(
+                ("SyntaxError", "IndentationError", "TabError")
+            ):
+                return True
+            if line.strip() and not line[0].isspace():
+                return False
+        return False
+    return _only_error_lines("\n".join(lines[:end]))
 
 
 def _is_verdict(step: dict[str, Any]) -> bool:

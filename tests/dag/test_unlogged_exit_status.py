@@ -1,0 +1,94 @@
+"""Runners that log no exit status (SWE-agent, terminals, chat logs): a failure is read from the output."""
+
+from __future__ import annotations
+
+from dagfix import Run
+
+from trajlab.dag._nodes import node_status
+
+_SWE_TRAILER = "\n(Open file: /repo/reproduce_bug.py)\n(Current directory: /repo)\nbash-$"
+_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/repo/reproduce_bug.py", line 17, in <module>\n'
+    "    result = ds.pixel_array\n"
+    "             ^^^^^^^^^^^^^^\n"
+    "AttributeError: required elements are missing from the dataset: PixelRepresentation\n"
+)
+
+
+def _step(command: str, output: str, programs: list[str] | None = None, **kw: object) -> dict:
+    return {
+        "kind": "tool_call",
+        "tool_name": "bash",
+        "command": command,
+        "programs": programs if programs is not None else [command.split()[0]],
+        "output": output,
+        "exit_code": None,
+        **kw,
+    }
+
+
+def test_an_uncaught_exception_at_the_end_is_an_error() -> None:
+    # SWE-agent t_a9bf4b2369 step 8: the reproduction's traceback was status ok
+    assert node_status(_step("python reproduce_bug.py", _TRACEBACK + _SWE_TRAILER)) == "error"
+    assert node_status(_step("python reproduce_bug.py", "OBSERVATION:\n" + _TRACEBACK)) == "error"
+    # a terminal's echo and empty prompt around it (Terminus via ATIF)
+    term = "New Terminal Output:\n\nroot@abc:/app# python x.py\n" + _TRACEBACK + "root@abc:/app# "
+    assert node_status(_step("python x.py", term)) == "error"
+    # interpreter shutdown warnings after the traceback (chat-messages t_d03ea23ec4 step 27)
+    warn = _TRACEBACK + "sys:1: RuntimeWarning: coroutine 'f' was never awaited\n  f()\n"
+    assert node_status(_step("python r.py", warn)) == "error"
+    # a syntax error has no Traceback line, only the File line above it
+    syntax = "  File \"/repo/x.py\", line 3\n    def f(\n         ^\nSyntaxError: '(' was never closed\n"
+    assert node_status(_step("python x.py", syntax)) == "error"
+
+
+def test_failed_tests_and_shell_errors_are_errors() -> None:
+    summary = (
+        "FAILED tests/test_a.py::test_x - AttributeError\n========= 1 failed, 22 passed in 0.49s =========\n"
+    )
+    assert node_status(_step("pytest tests/test_a.py", summary)) == "error"
+    assert node_status(_step("pytest -q", "===== 3 passed in 0.20s =====")) == "ok"
+    assert node_status(_step("mini -t x", "bash: mini: command not found" + _SWE_TRAILER)) == "error"
+    assert node_status(_step("cat a.txt", "cat: a.txt: No such file or directory")) == "error"
+
+
+def test_outputs_that_only_show_a_failure_are_not_errors() -> None:
+    # a handled probe: the traceback is followed by what the command printed after it
+    probe = _TRACEBACK + "mock_athena does not exist\n"
+    assert node_status(_step("python -c 'import x' || echo 'mock_athena does not exist'", probe)) == "ok"
+    # a log shown by cat/tail/grep ends in someone else's traceback or test summary
+    assert node_status(_step("tail -20 run.log", _TRACEBACK)) == "ok"
+    assert node_status(_step("cat report.txt", "== 1 failed in 0.10s ==")) == "ok"
+    # an exception name without a traceback above it is just text
+    assert node_status(_step("python check.py", "checked 3 files\nValueError: none found")) == "ok"
+    # a traceback in the middle, then the program went on and finished
+    assert node_status(_step("python run.py", _TRACEBACK + "retrying...\ndone: 42\n")) == "ok"
+    # not a command: a runner tool's file view
+    assert node_status({**_step("x", _TRACEBACK), "command": None}) == "ok"
+
+
+def test_a_logged_exit_status_wins() -> None:
+    assert node_status(_step("python r.py 2>&1 | tail", _TRACEBACK, exit_code=0)) == "ok"
+    assert node_status(_step("python r.py", "fine", is_error=True)) == "error"
+
+
+def test_the_failed_reproduction_is_recovered_by_its_rerun_after_the_fix() -> None:
+    r = Run()
+    r.user("Fix the pixel_array bug")
+    r.call(
+        "Write", {"file_path": "/repo/reproduce_bug.py", "content": "import pydicom"}, output="File created"
+    )
+    repro = r.bash("python reproduce_bug.py", _TRACEBACK + _SWE_TRAILER, exit_code=None)
+    fix = r.call(
+        "Edit",
+        {"file_path": "/repo/pydicom/numpy_handler.py", "old_string": "a", "new_string": "b"},
+        output="ok",
+    )
+    again = r.bash("python reproduce_bug.py", "Result: True" + _SWE_TRAILER, exit_code=None)
+    d = r.dag()
+    status = {n["node_id"]: n["status"] for n in d.nodes}
+    assert status[repro] == "error" and status[fix] == "ok" and status[again] == "ok"
+    assert d.metrics["first_error_step"] == repro
+    assert any(e["type"] == "retry" and (e["src"], e["dst"]) == (repro, again) for e in d.edges)
+    assert d.metrics["n_unrecovered_errors"] == 0
