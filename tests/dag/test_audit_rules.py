@@ -163,3 +163,32 @@ def test_find_links_to_the_frames_it_searches_not_to_any_png() -> None:
     assert (frames, ocr, "data") in data
     assert (shots, ocr, "data") not in data  # before: `-name '*.png'` matched the latest png writer
     assert edge(d, frames, ocr, "data")["artifact"] == "frames/*.png"
+
+
+def test_an_earlier_hand_in_is_no_dead_end() -> None:
+    # ATIF t_6b1cd97fb00f3568: Terminus-2 asks "Are you sure?" after the first mark_task_complete
+    r = Run()
+    r.user("Create hello.txt")
+    w = r.bash("printf 'Hello, world!\\n' > hello.txt", "")
+    first = r.call("mark_task_complete", {}, output="Are you sure you want to mark the task as complete?")
+    last = r.call("mark_task_complete", {}, output="")
+    d = r.dag()
+    assert d.metrics["answer_step"] == last
+    assert not _node(d, first)["is_dead_end"]
+    assert _node(d, w)["status"] == "ok"
+
+
+def test_agent_clis_and_recorders_read_no_flag_values() -> None:
+    # Terminal-Bench t_9bbbb8cb24d5201f: `mini -m anthropic/claude-sonnet-4-0` read a file of that name,
+    # and `asciinema rec --stdin /logs/agent.cast` read the recording it writes
+    r = Run()
+    r.user("Create hello.txt")
+    rec = r.bash("asciinema rec --stdin /logs/agent.cast", "", exit_code=None)
+    mini = r.bash("mini -m anthropic/claude-sonnet-4-0 -t 'Create hello.txt' -y", "done")
+    play = r.bash("asciinema play -i 2 /logs/agent.cast", "")
+    claude = r.bash("claude -p 'fix it' --model claude-opus-4-1 notes/todo.md", "ok")
+    d = r.dag()
+    assert _node(d, rec)["produces"] == ["/logs/agent.cast"] and _node(d, rec)["consumes"] == []
+    assert _node(d, mini)["consumes"] == []
+    assert edge(d, rec, play, "data")["artifact"] == "/logs/agent.cast"
+    assert _node(d, claude)["consumes"] == ["notes/todo.md"]

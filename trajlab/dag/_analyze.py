@@ -13,6 +13,7 @@ import orjson
 from ._answer import answer_edges, task_text
 from ._candidates import rank_candidates
 from ._model import ANSWER_PATH_EDGES, DAG_VERSION, MEDIA_MODALITIES, USE_EDGES, StepDag
+from ._nodes import FINISH_TOOLS
 from ._stepio import BOOKKEEPING_TOOLS, SETUP_TOOLS
 from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, basename, ext_of, same_file, scan
 
@@ -119,8 +120,13 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
     dead = []
     for v in actions:
         n = nodes[v]
-        if n["tool"] in SETUP_TOOLS or n["tool"] in BOOKKEEPING_TOOLS or v == answer:
-            continue
+        if (
+            n["tool"] in SETUP_TOOLS
+            or n["tool"] in BOOKKEEPING_TOOLS
+            or n["tool"] in FINISH_TOOLS
+            or v == answer
+        ):
+            continue  # an earlier hand-in (Terminus-2 asks "Are you sure?" and the agent calls again) is none
         if n["status"] in ("ok", "no-output") and not (b.out_types.get(v, set()) & USE_EDGES):
             n["is_dead_end"] = True
             dead.append(v)

@@ -43,6 +43,19 @@ _FFMPEG_FLAGS = words(
 _WHISPER_FORMATS = ("txt", "vtt", "srt", "tsv", "json")
 _COPIERS = words("cp mv rsync scp install ln")
 _LISTERS = frozenset(["ls", "tree", "dir"])
+_NAME_VALUES: dict[str, frozenset[str]] = {
+    "mini": words("-m --model -t --task --model-class --cost-limit -l"),
+    "claude": words(
+        "--model --output-format --input-format --permission-mode --allowedTools --allowed-tools"
+        " --disallowedTools --disallowed-tools --max-turns --append-system-prompt --session-id -r --resume"
+    ),
+    "codex": words("-m --model -c --config -s --sandbox -a --ask-for-approval -p --profile"),
+    "llm": words("-m --model -s --system -o --option -t --template"),
+    "aider": words("--model --message -m --edit-format"),
+}
+"""Agent CLIs run inside a run (Terminal-Bench installs one and starts it): flags whose values are model
+names, prompts or settings (`mini -m anthropic/claude-sonnet-4-0`), not paths to read."""
+_ASCIINEMA_VALUES = words("-c --command -t --title -i --idle-time-limit --cols --rows -e --env")
 _REDIRECT_OUT = frozenset([">", ">>", ">|", "&>", "&>>"])
 
 
@@ -81,6 +94,20 @@ def _positional(
         pos.append(a)
         i += 1
     return pos
+
+
+def _without_values(args: list[str], names: frozenset[str]) -> list[str]:
+    """The arguments without the values of the named flags (`-m X` and `--model=X` both go)."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in names:
+            skip = True
+        elif not (a.startswith("--") and a.partition("=")[0] in names):
+            out.append(a)
+    return out
 
 
 def _flag_values(args: list[str], names: frozenset[str]) -> list[tuple[str, str]]:
@@ -435,6 +462,15 @@ def program_io(acc: ShellIOBuilder, prog: str, args: list[str], sc: SimpleComman
             acc.produce(f, "sed-in-place")
     elif prog in _INTERPRETERS or (prog in SHELLS and args and not args[0].startswith("-")):
         _interpreter(acc, prog, args, sc)
+    elif prog == "asciinema" and args:
+        pos = _positional(args[1:], _ASCIINEMA_VALUES)
+        if args[0] == "rec":  # `asciinema rec [--stdin] FILE` records the session into FILE
+            for f in pos[:1]:
+                acc.produce(f, "recording")
+        else:  # play, cat, upload
+            acc.consume_words(pos)
+    elif prog in _NAME_VALUES:
+        acc.consume_words(_without_values(args, _NAME_VALUES[prog]))
     else:
         if prog in _LISTERS:
             pos = _positional(args, frozenset(["-I", "-L", "--ignore"]))
