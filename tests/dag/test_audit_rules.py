@@ -192,3 +192,23 @@ def test_agent_clis_and_recorders_read_no_flag_values() -> None:
     assert _node(d, mini)["consumes"] == []
     assert edge(d, rec, play, "data")["artifact"] == "/logs/agent.cast"
     assert _node(d, claude)["consumes"] == ["notes/todo.md"]
+
+
+def test_a_terminal_bench_run_answers_with_the_state_its_last_action_left() -> None:
+    # Terminal-Bench t_9bbbb8cb24d5201f passed its tests but was ranked `no_final_answer`
+    def run(runner: str) -> tuple[Run, int]:
+        r = Run()
+        r.trajectory["runner"] = runner
+        r.user("Create a file called hello.txt")
+        r.bash("source /installed-agent/setup-env.sh", "")
+        last = r.bash("mini -m anthropic/claude-sonnet-4-0 -t 'Create hello.txt' -y", "", exit_code=None)
+        return r, last
+
+    r, last = run("terminal_bench")
+    d = r.dag()
+    assert d.metrics["answer_step"] == last
+    assert not any(c["signal"] in ("no_final_answer", "stopped_after") for c in d.candidates)
+    r, last = run("codex")  # a message-answering runner that stopped acting never answered
+    d = r.dag()
+    assert d.metrics["answer_step"] is None
+    assert any(c["signal"] == "no_final_answer" for c in d.candidates)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 17
+DAG_VERSION = 18
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -50,7 +50,8 @@ error; function words and conversation talk (`both`, `since`, `agree`, `steps`..
 16: a command with neither exit code nor error flag (SWE-agent, terminals, chat logs) is an error when its
 output ends in an uncaught Python exception, a pytest summary with failures, or only shell errors.
 17: an earlier hand-in (`submit`, Terminus-2's first `mark_task_complete`) is no dead end; `asciinema rec FILE`
-writes FILE; agent CLIs' model and prompt flags (`mini -m anthropic/claude-sonnet-4-0`) are no paths."""
+writes FILE; agent CLIs' model and prompt flags (`mini -m anthropic/claude-sonnet-4-0`) are no paths.
+18: a Terminal-Bench run with no answering message answers with its last action (its tests grade the state)."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
