@@ -92,3 +92,18 @@ def test_the_failed_reproduction_is_recovered_by_its_rerun_after_the_fix() -> No
     assert d.metrics["first_error_step"] == repro
     assert any(e["type"] == "retry" and (e["src"], e["dst"]) == (repro, again) for e in d.edges)
     assert d.metrics["n_unrecovered_errors"] == 0
+
+
+def test_a_server_still_serving_when_the_runner_stopped_waiting_is_no_timeout() -> None:
+    # OpenHands t_4bfd004b6667bcdf step 8: `python3 -m http.server 8000` printed "Serving HTTP on ..."
+    # and OpenHands stopped waiting after 30 s without output (exit code -1): it topped the candidates
+    # as an unrecovered timeout
+    serving = _step("cd app && python3 -m http.server 8000", "Serving HTTP on 0.0.0.0 port 8000 ...")
+    assert node_status({**serving, "exit_code": -1, "timed_out": True, "is_error": True}) == "ok"
+    uvicorn = "INFO:     Uvicorn running on http://127.0.0.1:8000 (Press CTRL+C to quit)"
+    assert node_status(_step("uvicorn app:app", uvicorn, timed_out=True)) == "ok"
+    vite = "  VITE v5.0.0  ready in 300 ms\n\n  ➜  Local:   http://localhost:5173/\n"
+    assert node_status(_step("npm run dev", vite, exit_code=124)) == "ok"
+    # a step that hung without serving stays a timeout
+    assert node_status(_step("whisper talk.mp3", "Detecting language...", timed_out=True)) == "timeout"
+    assert node_status(_step("curl http://x", "", timed_out=True)) == "timeout"

@@ -75,7 +75,7 @@ def node_status(step: dict[str, Any]) -> str:
     code = step.get("exit_code")
     if kind in ("tool_call", "tool_result"):
         if step.get("timed_out") or code == 124 or (err and "timed out" in (out or "")[:300].lower()):
-            return "timeout"
+            return "ok" if out and _SERVING.search(out[:4000]) else "timeout"
         progs = step.get("programs") or ()
         if (
             code == 1
@@ -105,6 +105,13 @@ def node_status(step: dict[str, Any]) -> str:
     return "ok"
 
 
+_SERVING = re.compile(
+    r"Serving HTTP on |Running on https?://|[Ll]istening (?:on|at) (?:https?://|port |[\d.:\[])"
+    r"|Uvicorn running on |Local:\s+https?://|[Ss]erver (?:started|running|listening) (?:on|at) "
+    r"|Started server on |started server on |Jupyter Server .* is running at"
+)
+"""What a server prints once it is up. A runner that stops waiting for a command that is serving (OpenHands:
+"no new output after 30 seconds", exit code -1) timed out only in name: a server runs until stopped."""
 _SHOWING_PROGRAMS = words("cat head tail less more nl tac bat grep egrep fgrep rg ag sed awk jq view strings")
 """Programs that show text they read: an error at the end of what they print is the file's, not theirs."""
 _WARNING = r"\S+:\d+: \w*Warning: .*"
