@@ -212,3 +212,16 @@ def test_a_terminal_bench_run_answers_with_the_state_its_last_action_left() -> N
     d = r.dag()
     assert d.metrics["answer_step"] is None
     assert any(c["signal"] == "no_final_answer" for c in d.candidates)
+
+
+def test_autogenbench_end_markers_are_no_answer_terms() -> None:
+    # Who&When t_22e933859f246277: `COMPLETE` of "SCENARIO.PY COMPLETE !#!#" linked a web search to the answer
+    r = Run(final_answer="70")
+    r.user("How many studio albums did the band release?")
+    search = r.call("web_search", {"query": "band albums"}, output="results...\nSCENARIO.PY COMPLETE !#!#")
+    count = r.bash("python3 count.py", "70")
+    ans = r.say("FINAL ANSWER: 70\nSCENARIO.PY COMPLETE !#!#\nRUN.SH COMPLETE !#!#")
+    d = r.dag()
+    assert d.metrics["answer_step"] == ans
+    assert edge(d, count, ans, "answer")["artifact"] == "value:70"
+    assert (search, ans, "answer") not in edge_set(d, "answer")

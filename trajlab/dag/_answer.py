@@ -52,6 +52,9 @@ _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _NUM_RE = re.compile(r"[-\d](?:(?<=-)(?<![\w.:]-)\d+|(?<=\d)(?<![\w.:]\d)\d*)(?:\.\d+)?(?![\w:]|\.\d)")
 _NUM_ITER = _NUM_RE.finditer
 _PIECE_RE = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\d")
+_BENCH_MARKER = re.compile(r"^[\w.-]+ COMPLETE !#!#[ \t]*$", re.M)
+"""The lines AutoGenBench's scripts print when they end (`SCENARIO.PY COMPLETE !#!#`, `RUN.SH COMPLETE
+!#!#`), which Who&When logs keep in the last message: the harness's, not the answer's."""
 _STOP = frozenset(
     [
         "that",
@@ -262,6 +265,8 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
                 _DIFF_METADATA.sub(lambda m: "@@" if m.group().startswith("@@") else "", text)
             )
     text = clip(text)
+    if "!#!#" in text:
+        text = _BENCH_MARKER.sub("", text)
     short = len(text.split()) <= SHORT_ANSWER_WORDS
     paths, urls, values = scan(text)
     supported: list[str] = []
