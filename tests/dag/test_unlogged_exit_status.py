@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dagfix import Run
 
-from trajlab.dag._nodes import node_status
+from trajlab.dag._nodes import node_status as _node_status
+
+
+def node_status(step: dict, exit_status_logged: bool = False) -> str:
+    return _node_status(step, exit_status_logged)
+
 
 _SWE_TRAILER = "\n(Open file: /repo/reproduce_bug.py)\n(Current directory: /repo)\nbash-$"
 _TRACEBACK = (
@@ -71,6 +76,22 @@ def test_outputs_that_only_show_a_failure_are_not_errors() -> None:
 def test_a_logged_exit_status_wins() -> None:
     assert node_status(_step("python r.py 2>&1 | tail", _TRACEBACK, exit_code=0)) == "ok"
     assert node_status(_step("python r.py", "fine", is_error=True)) == "error"
+    # runners that flag every failed command (Claude Code's is_error): no flag means it exited 0
+    masked = _step("ls missing 2>&1 | head", "ls: cannot access 'missing': No such file or directory")
+    assert node_status(masked) == "error"
+    assert node_status(masked, exit_status_logged=True) == "ok"
+
+
+def test_which_runners_log_how_commands_ended() -> None:
+    def status(runner: str) -> str:
+        r = Run()
+        r.trajectory["runner"] = runner
+        r.user("Fix the bug")
+        i = r.bash("python reproduce_bug.py", _TRACEBACK, exit_code=None)
+        return next(n["status"] for n in r.dag().nodes if n["node_id"] == i)
+
+    assert status("swe_agent") == status("chat_messages") == status("atif") == "error"
+    assert status("claude_code") == status("codex") == "ok"
 
 
 def test_the_failed_reproduction_is_recovered_by_its_rerun_after_the_fix() -> None:

@@ -24,6 +24,7 @@ from ._analyze import analyze
 from ._index import OutputPatterns, ProducerIndex, WrittenCode
 from ._model import NODE_KINDS, StepDag
 from ._nodes import (
+    EXIT_STATUS_RUNNERS,
     LAST_LINE_MAX,
     NO_RESULT_TOOLS,
     UBIQUITY,
@@ -100,6 +101,7 @@ class _Builder:
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
         self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
         self.start: str | None = None  # the run's starting directory (`start_cwd`)
+        self.exit_logged: bool = trajectory.get("runner") in EXIT_STATUS_RUNNERS
 
     # -- edges --------------------------------------------------------------------------------------
 
@@ -161,7 +163,7 @@ class _Builder:
             "label": None,
             "tool": tool if nk in ("action", "result") else None,
             "modality": "text",
-            "status": node_status(s),
+            "status": node_status(s, self.exit_logged),
             "layer": 0,
             "branch": None,
             "on_answer_path": False,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 20
+DAG_VERSION = 21
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -53,7 +53,9 @@ output ends in an uncaught Python exception, a pytest summary with failures, or 
 writes FILE; agent CLIs' model and prompt flags (`mini -m anthropic/claude-sonnet-4-0`) are no paths.
 18: a Terminal-Bench run with no answering message answers with its last action (its tests grade the state).
 19: a step that timed out while its output says a server is up (`Serving HTTP on ...`) is `ok`.
-20: AutoGenBench's end markers (`SCENARIO.PY COMPLETE !#!#`) in the answer message are no answer terms."""
+20: AutoGenBench's end markers (`SCENARIO.PY COMPLETE !#!#`) in the answer message are no answer terms.
+21: rule 16 only for runners whose logs do not say how commands ended (not Claude Code, Codex, OpenHands,
+Inspect, mini-swe-agent, Who&When: their missing error flag means success)."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

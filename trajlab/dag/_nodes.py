@@ -67,8 +67,16 @@ def ts(v: Any) -> float | None:
     return None
 
 
-def node_status(step: dict[str, Any]) -> str:
-    """ok, error, timeout or no-output (see docs/dag.md, "Node status")."""
+EXIT_STATUS_RUNNERS = frozenset(
+    ["claude_code", "codex", "openhands", "inspect_ai", "mini_swe_agent", "who_and_when"]
+)
+"""Runners whose logs say how every command ended (an exit code, or an error flag set on failure): a
+command of theirs with neither succeeded, whatever its output shows (`ls x 2>&1 | head` exits 0)."""
+
+
+def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
+    """ok, error, timeout or no-output (see docs/dag.md, "Node status"). `exit_status_logged=False` for
+    runners whose logs do not say how a command ended: their failures are read from the output."""
     kind = step.get("kind")
     out = step.get("output")
     err = bool(step.get("is_error"))
@@ -95,7 +103,7 @@ def node_status(step: dict[str, Any]) -> str:
             return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 else "no-output"
-        if code is None and not err and _failed_by_output(step, out):
+        if code is None and not err and not exit_status_logged and _failed_by_output(step, out):
             return "error"
         return "ok"
     if err and not _is_verdict(step):  # a logged API error, a harness's "could not parse your response"
