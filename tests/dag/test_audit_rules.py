@@ -225,3 +225,42 @@ def test_autogenbench_end_markers_are_no_answer_terms() -> None:
     assert d.metrics["answer_step"] == ans
     assert edge(d, count, ans, "answer")["artifact"] == "value:70"
     assert (search, ans, "answer") not in edge_set(d, "answer")
+
+
+def test_a_hand_in_without_a_logged_result_is_ok_and_no_anomaly() -> None:
+    # OpenHands t_fabcbafecb4ab640 step 4: `finish` got `call without result` and status no-output
+    r = Run()
+    r.user("Write the game")
+    r.call("Write", {"file_path": "/w/game.py", "content": "print(1)"}, output="File created")
+    fin = r.call("finish", {"message": "done"}, output=None, exit_code=None)
+    d = r.dag()
+    assert _node(d, fin)["status"] == "ok"
+    assert not any("call without result" in a for a in d.metrics["anomalies"])
+    # any other call without a result still is one
+    r2 = Run()
+    r2.user("Check the file")
+    ls = r2.bash("ls /w", None, exit_code=None)
+    d2 = r2.dag()
+    assert _node(d2, ls)["status"] == "no-output"
+    assert any("call without result" in a for a in d2.metrics["anomalies"])
+
+
+def test_every_piece_of_a_polled_command_before_its_outcome_is_ok_and_no_dead_end() -> None:
+    # Codex t_70cfa7a0f26a53e1 steps 129-133: empty polls of a running `npm run build` were `no-output`
+    # dead ends; only the last poll counted as the command's piece
+    r = Run()
+    r.user("Build the app")
+    cmd = r.call("exec_command", {"cmd": "npm run build"}, "Process running with session ID 98003")
+    meta = json.dumps({"polls": f"call_{cmd}", "session_id": "98003"})
+    polls = [
+        r.call(
+            "write_stdin", {"session_id": 98003, "chars": ""}, out, exit_code=code, tool="poll", metadata=meta
+        )
+        for out, code in (("", None), ("> vite build", None), ("", None), ("built in 3.1s", 0))
+    ]
+    r.say("The build passes.")
+    d = r.dag()
+    for p in polls[:-1]:
+        assert _node(d, p)["status"] == "ok" and not _node(d, p)["is_dead_end"]
+    assert _node(d, cmd)["status"] == "ok"
+    assert all((cmd, p, "data") in edge_set(d, "data") for p in polls)

@@ -127,6 +127,8 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
             or v == answer
         ):
             continue  # an earlier hand-in (Terminus-2 asks "Are you sure?" and the agent calls again) is none
+        if b.chain_end.get(v, v) != v:
+            continue  # a piece of a polled command that the next poll continues
         if n["status"] in ("ok", "no-output") and not (b.out_types.get(v, set()) & USE_EDGES):
             n["is_dead_end"] = True
             dead.append(v)

@@ -97,7 +97,7 @@ class _Builder:
         self.consumes: dict[int, dict[str, None]] = defaultdict(dict)
         self.deferred: dict[int, str] = {}  # sub-agent's last step -> the spawning call's output
         self.deferred_spawns: set[int] = set()  # spawning calls whose output is revealed by the sub-agent
-        self.polled: dict[int, int] = {}  # running command -> its latest poll
+        self.polled: defaultdict[int, list[int]] = defaultdict(list)  # running command -> its polls, in order
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
         self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
         self.start: str | None = None  # the run's starting directory (`start_cwd`)
@@ -346,7 +346,7 @@ class _Builder:
                     m, src = {}, None
                 if src is not None and src < i:
                     self.edge(src, i, "data", f"session:{m.get('session_id')}", "poll")
-                    self.polled[src] = i
+                    self.polled[src].append(i)
                     self.poll_of[i] = src
             if '"executes_step"' in meta:  # a code executor runs what an earlier message wrote
                 self._executes(i, meta)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 21
+DAG_VERSION = 22
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -55,7 +55,9 @@ writes FILE; agent CLIs' model and prompt flags (`mini -m anthropic/claude-sonne
 19: a step that timed out while its output says a server is up (`Serving HTTP on ...`) is `ok`.
 20: AutoGenBench's end markers (`SCENARIO.PY COMPLETE !#!#`) in the answer message are no answer terms.
 21: rule 16 only for runners whose logs do not say how commands ended (not Claude Code, Codex, OpenHands,
-Inspect, mini-swe-agent, Who&When: their missing error flag means success)."""
+Inspect, mini-swe-agent, Who&When: their missing error flag means success).
+22: a hand-in (`finish`, `submit`) without a logged result is `ok` and no anomaly; every piece of a polled
+command before its last poll is `ok` (an empty poll too) and no dead end, not only the last but one."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

@@ -17,12 +17,13 @@ LAST_LINE_MAX = 24
 """An output whose last line is this short printed a result (`515`, `3`): typing it later is a data use."""
 VALUE_TEXT_MAX = 2_000
 """Characters of a command or argument text searched for typed-in values."""
-NO_RESULT_TOOLS = frozenset(["web_search"])
-"""Tools whose results runners do not log: a missing result is not an anomaly."""
 FINISH_TOOLS = words(
     "submit finish mark_task_complete task_complete attempt_completion complete_task final_answer"
 )
 """Tools that end a run by handing in the result: the last call to one is the answer step."""
+NO_RESULT_TOOLS = frozenset(["web_search"]) | FINISH_TOOLS
+"""Tools whose results runners do not log (hosted web search; a hand-in, after which the run ends): a
+missing result is not an anomaly, and a hand-in without one is `ok`."""
 BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
 _ERROR_LINE = re.compile(
@@ -102,7 +103,7 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
         if out and out[0] in _REFUSAL_FIRST and _policy_refused(out):
             return "error"
         if out is None or not out.strip():
-            return "ok" if code == 0 else "no-output"
+            return "ok" if code == 0 or (out is None and step.get("tool") in FINISH_TOOLS) else "no-output"
         if code is None and not err and not exit_status_logged and _failed_by_output(step, out):
             return "error"
         return "ok"

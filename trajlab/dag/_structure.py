@@ -142,24 +142,30 @@ def _conversations(b: _Builder) -> None:
 
 
 def poll_chains(b: _Builder) -> None:
-    """A polled command's outcome is the last poll's: earlier pieces that were still running are ok."""
+    """A polled command's outcome is the last poll's: earlier pieces that were still running are ok,
+    also when they said nothing yet (an empty poll of a running build)."""
     b.chain_end = {}  # command (and each poll) -> its last poll
     b.origin_of = {}  # poll -> the command it polls
-    for origin in b.polled:
-        if origin in b.origin_of:
-            continue
-        chain = [origin]
-        while chain[-1] in b.polled and len(chain) < 10_000:
-            chain.append(b.polled[chain[-1]])
+    for origin, polls in b.polled.items():
+        if origin in b.poll_of:
+            continue  # a poll polled in turn: a piece of its own origin's chain
+        pieces: set[int] = set()
+        todo = list(polls)
+        while todo:
+            p = todo.pop()
+            if p not in pieces:
+                pieces.add(p)
+                todo += b.polled.get(p, ())
+        chain = [origin, *sorted(pieces)]
+        last = chain[-1]
         for i in chain:
-            b.chain_end[i] = chain[-1]
-        for i in chain[1:]:
+            b.chain_end[i] = last
+        for i in polls:
             b.origin_of[i] = origin
+        failed = b.nodes[last]["status"] in ("error", "timeout")
         for i in chain[:-1]:
-            if b.nodes[i]["status"] == "error" and b.nodes[chain[-1]]["status"] in (
-                "error",
-                "timeout",
-            ):
+            st = b.nodes[i]["status"]
+            if st == "no-output" or (st == "error" and failed):
                 b.nodes[i]["status"] = "ok"
 
 
