@@ -264,3 +264,45 @@ def test_every_piece_of_a_polled_command_before_its_outcome_is_ok_and_no_dead_en
         assert _node(d, p)["status"] == "ok" and not _node(d, p)["is_dead_end"]
     assert _node(d, cmd)["status"] == "ok"
     assert all((cmd, p, "data") in edge_set(d, "data") for p in polls)
+
+
+def test_a_failure_is_retried_by_the_most_similar_command_of_the_window() -> None:
+    # chat-messages t_72078f957d67b7fa: the failed `python reproduce.py` (step 23) was "retried" by the
+    # probe `python -c "import moto; print(dir(moto))"` (similarity 0.58) before the closer step 33 (0.77)
+    r = Run()
+    r.user("Fix the athena bug")
+    fail = r.bash("cd /testbed && python reproduce.py", "ImportError: cannot import name", exit_code=1)
+    probe = r.bash('cd /testbed && python -c "import moto; print(dir(moto))"', "['mock_aws']")
+    rerun = r.bash("cd /testbed && python test_athena.py", "ok")
+    d = r.dag()
+    retries = edge_set(d, "retry")
+    assert (fail, rerun, "retry") in retries and (fail, probe, "retry") not in retries
+
+
+def test_an_edit_is_read_from_the_read_that_showed_its_old_text() -> None:
+    # chat-messages t_a5db5f936f241ff7: the edit of `def __format__` was linked to the latest view of the
+    # file (lines 785-790, `__repr__`), not to the view that showed `__format__` (lines 791-808)
+    r = Run()
+    r.user("Fix Arrow.__format__")
+    f = "/testbed/arrow/arrow.py"
+    view = "str_replace_editor"
+    shown = r.call(
+        view, {"command": "view", "path": f, "view_range": [791, 808]}, "   791\tdef __format__(self, fmt):"
+    )
+    later = r.call(
+        view, {"command": "view", "path": f, "view_range": [785, 790]}, "   785\tdef __repr__(self):"
+    )
+    old = "def __format__(self, fmt):\n        return self.format(fmt)"
+    ed = r.call(view, {"command": "str_replace", "path": f, "old_str": old, "new_str": "x"}, "edited")
+    undo = r.call(view, {"command": "undo_edit", "path": f}, "undone")
+    # SWE-agent's `edit 287:295` takes the view that showed line 287 (pydicom t_a9bf4b23699a8f4b)
+    shows = "[File: /r/pkg/h.py]\n287:    raise AttributeError(\n(Open file: /r/pkg/h.py)"
+    opened = r.call("open", {"command": "open pkg/h.py 290"}, shows, exit_code=None)
+    r.call("goto", {"command": "goto 40"}, "[File: /r/pkg/h.py]\n40:import os\n(Open file: /r/pkg/h.py)")
+    swe = r.call("edit", {"command": "edit 287:288\n    raise KeyError(\nend_of_edit"}, shows, exit_code=None)
+    d = r.dag()
+    rbe = {(e["src"], e["dst"]) for e in d.edges if e["rule"] == "read-before-edit"}
+    assert (shown, ed) in rbe and (later, ed) not in rbe
+    assert not any(dst == undo for _, dst in rbe)  # an undo has no old text to read
+    assert (opened, swe) in rbe
+    assert (later, ed, "data") not in edge_set(d, "data")  # nor is the path it showed another source

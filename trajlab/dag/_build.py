@@ -384,17 +384,36 @@ class _Builder:
             self.edge(k, i, "data", f"code:step{k}", "executes")
             self.author_of[i] = k
 
+    def _read_before_edit(self, path: str, node: int, probe: str | None) -> int | None:
+        """The read the edit's old text came from: the latest read of the file that showed it (`probe`,
+        see `_stepio.edit_probe`), else the latest read of the file; none for an undo (`probe == ""`)."""
+        if probe == "":
+            return None
+        by_path = self.ix.reads.get(basename(path))
+        latest = self.ix.find_latest(by_path, path, node, True)
+        if latest is None or not probe or not by_path or probe in (self.by_idx[latest].get("output") or ""):
+            return latest
+        earlier = {src for q, es in by_path.items() if same_file(q, path) for _, src, _ in es if src < latest}
+        for src in sorted(earlier, reverse=True)[:32]:
+            if self.ix.ok_seen(src, node) and probe in (self.by_idx[src].get("output") or ""):
+                return src
+        return latest
+
     def consume(self, node: int, io: StepIO, typ: str = "data", value_rule: str = "value") -> None:
         ix = self.ix
         scripts = set(io.scripts)
+        read_first: set[str] = set()  # edited paths whose read is linked: what showed them adds nothing
         for path in io.edits:  # first: an edit's reason to read is its own (an edge keeps its first rule)
-            r = self.ix.find_latest(ix.reads.get(basename(path)), path, node, True)
+            r = self._read_before_edit(path, node, io.edit_probe)
             if r is not None:
                 self.edge(r, node, typ, path, "read-before-edit")
+                read_first.add(path)
         for path in dict.fromkeys([*io.consumed, *io.edits, *io.scripts]):
             w = self.ix.find_writer(path, node)
             if w is not None:
                 self.edge(w[0], node, typ, path, "script-run" if path in scripts else w[1])
+                continue
+            if path in read_first:
                 continue
             r = self.ix.find_latest(ix.revealed.get(basename(path)), path, node, True)
             if r is not None:

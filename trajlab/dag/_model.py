@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 22
+DAG_VERSION = 23
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -57,7 +57,10 @@ writes FILE; agent CLIs' model and prompt flags (`mini -m anthropic/claude-sonne
 21: rule 16 only for runners whose logs do not say how commands ended (not Claude Code, Codex, OpenHands,
 Inspect, mini-swe-agent, Who&When: their missing error flag means success).
 22: a hand-in (`finish`, `submit`) without a logged result is `ok` and no anomaly; every piece of a polled
-command before its last poll is `ok` (an empty poll too) and no dead end, not only the last but one."""
+command before its last poll is `ok` (an empty poll too) and no dead end, not only the last but one.
+23: `read-before-edit` comes from the read that showed the edit's old text (none for an undo), and such an
+edit takes no `revealed-path` edge for the file; a failure's retry is the most similar command of the
+window, not the first one similar enough."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

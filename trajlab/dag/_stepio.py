@@ -57,6 +57,7 @@ class StepIO:
     primary: str | None = None
     shared: bool = False  # the lists belong to a cached ShellIO
     docs: bool | None = None  # does it read or write a document file (`_nodes.modality`; computed once)
+    edit_probe: str | None = None  # what a read must have shown for this edit (`edit_probe`); "" none
 
     def unshared(self) -> StepIO:
         return dataclasses.replace(
@@ -230,6 +231,7 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         elif p:
             io.edits.append(p)
             io.produced.append((p, "tool-edit"))
+            io.edit_probe = "" if sub == "undo_edit" else edit_probe(args)
         elif open_file and (
             "replacement_text" in args or "start_line" in args or ("search" in args and "replace" in args)
         ):
@@ -238,8 +240,10 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
             io.edits.append(open_file)
             io.produced.append((open_file, "tool-edit"))
     elif tool == "apply_patch" or name == "apply_patch":
-        _patch(io, str(args.get("input") or args.get("patch") or args.get("command") or ""), cwd)
+        patch = str(args.get("input") or args.get("patch") or args.get("command") or "")
+        _patch(io, patch, cwd)
         _changes(io, step.get("metadata"))
+        io.edit_probe = _longest_line([x[1:] for x in patch.splitlines() if x[:1] == "-" and x[:3] != "---"])
     elif tool in LISTING_TOOLS:
         if p:
             io.words.append(p)
@@ -267,6 +271,24 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         io.urls += [u for u in urls if u not in io.urls]
     _attach_primary(io)
     return io
+
+
+_PROBE_MIN = 6
+
+
+def edit_probe(args: dict[str, Any]) -> str | None:
+    """The longest line of an editor call's old text (`old_string`, `old_str`, MultiEdit's `edits`, the
+    windowed editor's `search`): a read that showed the file there shows it. None when there is none."""
+    olds = [args.get(k) for k in ("old_string", "old_str", "search")]
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        olds += [e.get("old_string") for e in edits[:20] if isinstance(e, dict)]
+    return _longest_line([line for o in olds if isinstance(o, str) for line in o[:20_000].splitlines()])
+
+
+def _longest_line(lines: list[str]) -> str | None:
+    best = max((x.strip() for x in lines), key=len, default="")[:200]
+    return best if len(best) >= _PROBE_MIN else None
 
 
 def _patch(io: StepIO, text: str, cwd: str | None) -> None:
@@ -300,6 +322,9 @@ def _aci(io: StepIO, command: str, cwd: str | None, open_file: str | None) -> No
     elif cmd in ("edit", "insert", "append") and open_file:
         io.edits.append(open_file)
         io.produced.append((open_file, "tool-edit"))
+        start = rest[0].partition(":")[0] if cmd == "edit" and rest else ""
+        if start.isdigit():  # the editor shows lines as `287:code`: the read that showed line 287
+            io.edit_probe = f"\n{int(start)}:"
     elif cmd in ("find_file", "search_dir") and len(rest) >= 2:
         io.words.append(norm_path(rest[-1], cwd))
         io.lists_dir = norm_path(rest[-1], cwd)

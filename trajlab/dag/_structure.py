@@ -308,7 +308,8 @@ def find_retries(b: _Builder) -> dict[int, int]:
             ka = b.nodes[la]["tool"]
             ca = (sa.get("command") or sa.get("arguments") or "")[:300]
             pa = b.io[la].primary
-            similar: int | None = None  # the first merely similar command, if nothing closer comes
+            similar: int | None = None  # the most similar command of the window, if none is the same
+            best = 0.5
             found: tuple[int, str] | None = None
             for c in actions[k + 1 : k + 11]:
                 nb = b.nodes[c]
@@ -321,11 +322,12 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     if same_input or ca == cb or _extends(ca, cb):
                         found = (c, "retry-same-tool")
                         break
-                    if similar is None:
-                        # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
-                        sm = SequenceMatcher(None, ca, cb)
-                        if sm.real_quick_ratio() >= 0.5 and sm.quick_ratio() >= 0.5 and sm.ratio() >= 0.5:
-                            similar = c
+                    # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
+                    sm = SequenceMatcher(None, ca, cb)
+                    if sm.real_quick_ratio() >= best and sm.quick_ratio() >= best:
+                        r = sm.ratio()
+                        if r >= best and (similar is None or r > best):
+                            similar, best = c, r
                 elif same_input and nb["modality"] == b.nodes[la]["modality"] and nb["tool"] not in _LOOKUPS:
                     found = (c, "retry-same-input")
                     break
