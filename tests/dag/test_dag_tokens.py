@@ -19,13 +19,24 @@ def test_scan_finds_paths_urls_and_values() -> None:
     )
     assert paths == ["frames/%03d.png", "/tmp/out/x.txt", "src/a.py"]
     assert urls == ["https://example.com/a?b=1"]
-    assert values == ["1234.5", "ORBIT-42", "bb53fb4"]  # no clock times, line numbers or single digits
+    # a clock time is one value (`00:07`), its fields none; no line numbers or single digits
+    assert values == ["1234.5", "ORBIT-42", "bb53fb4", "00:07"]
 
 
 def test_no_values_in_clock_times_with_offsets_or_in_numbers_of_one_digit() -> None:
     # `Arrow(2013, 5, 5, 12, 30, 45)` printed as 2013-05-05T12:00:00+05:30: neither 30 nor 56 is a value
     assert "30" not in scan("created 2013-05-05T12:00:00+05:30 at 03:56:47")[2]
     assert "56" not in scan("created 2013-05-05T12:00:00+05:30 at 03:56:47")[2]
+    # the times are (chat-messages t_a5db5f936f241ff7: `56` of 03:56:47 linked two steps; the hour `03`
+    # and a `T`-glued date made `2013-05-01T03` a value)
+    assert scan("created 2013-05-05T12:00:00+05:30 at 03:56:47")[2] == ["12:00:00", "03:56:47"]
+    assert scan("2013-05-01T03:56:47-00:00")[2] == ["03:56:47"]
+    assert scan("the train arrives at 12:00 PM")[2] == ["12:00"]
+    assert value_use("at 03:56:47 x", "56") == 0 and value_use("at 03:56:47 x", "03") == 0
+    assert value_use("2013-05-09T03:56:47-00:00", "56") == 0 and value_use("got 56 rows", "56") == 1
+    # a duration under a minute states its seconds (ffprobe); longer ones do not in their seconds field
+    assert value_use("Duration: 00:00:12.00, start: 0", "12") == 1
+    assert value_use("Duration: 00:01:12.00, start: 0", "12") == 0
     # `1.0` is the digit 1 (no value, as 1 itself); 10.0 and 2.50 are 10 and 2.5
     assert scan("ratio 1.0, total 10.0, price 2.50, delta -1.0")[2] == ["10", "2.5", "-1"]
 

@@ -39,6 +39,14 @@ _UNIT_END = frozenset("%‰°CFK")
 _UNIT_RE = re.compile(r"[$€£¥]?([-+]?\d[\d.,]*)(?:%|‰|°[CFK]?)?")
 _CODE_RE = re.compile(r"(?=[A-Za-z_.-]*\d)(?=[\d_.-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]{2,}[A-Za-z0-9]")
 _DIGIT = re.compile(r"\d").search
+_CLOCK = re.compile(
+    r"(?:\d{4}-\d\d-\d\d[T_])?(?<![\d.+-])(\d{1,2}:\d\d(?::\d\d)?)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?![\d:])"
+)
+"""A time of day, with the date glued to it by `T` and the zone after it: `03:56:47`, `12:00:00+05:30`,
+`2013-05-01T03:56:47-00:00`. The time (`03:56:47`, `12:00`) is one value; its fields are none (a clock's
+`56` is not the `56` of a result)."""
+_CLOCK_IN = _CLOCK.search
+_CLOCK_SUB = _CLOCK.sub
 _PATH_OK = re.compile(r"[\w.@+%?~/-]+").fullmatch
 _PARTS = re.compile(r"[:=]").split
 _TRAILING = ".,;:!?'\")]}>"
@@ -88,6 +96,10 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
             if tok.startswith(("http://", "https://")):
                 urls[tok.rstrip(_TRAILING)] = None
             continue
+        if ":" in tok and _CLOCK_IN(tok):  # `12:00 PM`, `2013-05-01T03:56:47-00:00`: one value, the time
+            for m in _CLOCK.finditer(tok):
+                values[m.group(1)] = None
+            tok = _CLOCK_SUB(" ", tok)
         parts = _PARTS(tok) if (":" in tok or "=" in tok) else (tok,)
         skip_values = False  # after "12:" (clock times) or "file.py:" (line numbers)
         for part in parts:
@@ -183,6 +195,8 @@ def value_use(text: str, value: str) -> int:
         if k and (text[k - 1] in _WORDCH or text[k - 1] == "." or (text[k - 1] == "-" and value[0] != "-")):
             continue
         j = k + n
+        if n <= 2 and (":" in text[k - 1 : k] or ":" in text[j : j + 1]) and _clock_at(text, k, j):
+            continue
         if j < len(text):
             c = text[j]
             if c in _WORDCH:
@@ -203,6 +217,15 @@ def value_use(text: str, value: str) -> int:
 
 
 _LINE_NUMBER_END = frozenset(":\t→")
+
+
+def _clock_at(text: str, k: int, j: int) -> bool:
+    """Is `text[k:j]` a field of a time of day (`03:56:47`)? See `_CLOCK`. Not the seconds of a duration
+    under a minute (ffprobe's `Duration: 00:00:12.00` is 12 seconds)."""
+    for m in _CLOCK.finditer(text, max(0, k - 30), min(len(text), j + 30)):
+        if m.start() <= k and j <= m.end():
+            return not (m.group(1).startswith("00:00:") and k == m.start(1) + 6)
+    return False
 
 
 def _numbered_listing_at(text: str, k: int, value: str) -> bool:
