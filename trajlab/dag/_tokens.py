@@ -97,8 +97,8 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
                 urls[tok.rstrip(_TRAILING)] = None
             continue
         if ":" in tok and _CLOCK_IN(tok):  # `12:00 PM`, `2013-05-01T03:56:47-00:00`: one value, the time
-            for m in _CLOCK.finditer(tok):
-                values[m.group(1)] = None
+            for cm in _CLOCK.finditer(tok):
+                values[cm.group(1)] = None
             tok = _CLOCK_SUB(" ", tok)
         parts = _PARTS(tok) if (":" in tok or "=" in tok) else (tok,)
         skip_values = False  # after "12:" (clock times) or "file.py:" (line numbers)
