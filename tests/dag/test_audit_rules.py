@@ -306,3 +306,23 @@ def test_an_edit_is_read_from_the_read_that_showed_its_old_text() -> None:
     assert not any(dst == undo for _, dst in rbe)  # an undo has no old text to read
     assert (opened, swe) in rbe
     assert (later, ed, "data") not in edge_set(d, "data")  # nor is the path it showed another source
+
+
+def test_a_search_pattern_is_no_file_and_a_path_may_have_spaces() -> None:
+    # Codex t_70cfa7a0f26a53e1 / t_1b28c0b2430a5506: rg's regex `Google Chrome|chrome.*remote` was read as
+    # a file (and became a retry's artifact); an escaped `/Users/u/Sample\ BiS\ Demo\ Prep.vtt` was none
+    r = Run()
+    r.user("Summarize the demo transcript")
+    vtt = "/Users/u/Downloads/Sample BiS Demo Prep.vtt"
+    ls = r.bash("ls /Users/u/Downloads", "Sample BiS Demo Prep.vtt\nnotes.md")
+    wc = r.bash("wc -l /Users/u/Downloads/Sample\\ BiS\\ Demo\\ Prep.vtt", f"    8803 {vtt}")
+    rg = r.bash('rg -n "chrome.*remote|remote.*chrome" /Users/u/Downloads/notes.md', "3:chrome remote")
+    files = r.bash("rg --files -g 'AGENTS.md' -g '*.env*'", "AGENTS.md")
+    d = r.dag()
+    assert _node(d, wc)["consumes"] == [vtt]
+    assert (ls, wc, "data") in edge_set(d, "data")
+    assert _node(d, rg)["consumes"] == ["/Users/u/Downloads/notes.md"]
+    assert _node(d, files)["consumes"] == []
+    # quoted messages are no paths, whatever their extension
+    msg = r.bash('echo "Created file.txt"', "Created file.txt")
+    assert _node(r.dag(), msg)["consumes"] == []

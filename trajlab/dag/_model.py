@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 24
+DAG_VERSION = 25
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -62,7 +62,9 @@ command before its last poll is `ok` (an empty poll too) and no dead end, not on
 edit takes no `revealed-path` edge for the file; a failure's retry is the most similar command of the
 window, not the first one similar enough.
 24: a time of day is one value (`12:00 PM` states `12:00`; `2013-05-01T03:56:47-00:00` states `03:56:47`),
-its fields none, in typed text and outputs (the `56` of a clock no longer links two steps)."""
+its fields none, in typed text and outputs (the `56` of a clock no longer links two steps).
+25: grep/rg/ag read their files, not their pattern or option values; a quoted or escaped path with spaces
+that starts like a path is read; regex alternations and options are no file patterns."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

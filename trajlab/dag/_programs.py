@@ -9,6 +9,7 @@ production carries the name of the rule that found it; docs/dag.md lists them wi
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -96,6 +97,33 @@ def _positional(
     return pos
 
 
+def _glob_like(w: str) -> bool:
+    """A word with `*`/`?`/`[` that may be a file pattern: no option, no regex alternation, no spaces
+    (`context.*compact|compact.*context` and a markdown `--description=**x**` are none)."""
+    return w[0] != "-" and "|" not in w and " " not in w and "\n" not in w and len(w) <= 400
+
+
+_SEARCHERS = words("grep egrep fgrep rg ag ack zgrep")
+_SEARCH_VALUES = words(
+    "-e --regexp -f --file -A -B -C -m --max-count --include --exclude --exclude-dir -g --glob -t --type"
+    " -T --type-not --color --colour -d --directories -D --devices --label --context --after-context"
+    " --before-context -M --max-columns --max-depth --sort --sortr -j --threads --ignore-file"
+)
+"""Options of grep and its kin that take a value (a pattern, a count, a file glob)."""
+
+
+def _search_files(args: list[str]) -> list[str]:
+    """The files and directories a grep/rg/ag call searches: its positional words bar the pattern (the
+    first, unless `-e`/`-f`/`--regexp`/`--file` gave it, or `rg --files` lists files), plus a
+    pattern file (`-f FILE`)."""
+    pos = _positional(args, _SEARCH_VALUES)
+    given = "--files" in args or any(
+        a in ("-e", "--regexp", "-f", "--file") or a.startswith(("--regexp=", "--file=")) for a in args
+    )
+    files = [v for f, v in itertools.pairwise(args) if f in ("-f", "--file")]
+    return files + (pos if given else pos[1:])
+
+
 def _without_values(args: list[str], names: frozenset[str]) -> list[str]:
     """The arguments without the values of the named flags (`-m X` and `--model=X` both go)."""
     out: list[str] = []
@@ -148,7 +176,7 @@ class ShellIOBuilder:
                 continue
             if is_url(w):
                 self.io.urls.append(w)
-            elif is_pathlike(w) or (has_glob(w) and ("/" in w or "." in w)):
+            elif is_pathlike(w) or (has_glob(w) and ("/" in w or "." in w) and _glob_like(w)):
                 self.io.consumed.append(self.p(w))
             elif (
                 w
@@ -471,6 +499,8 @@ def program_io(acc: ShellIOBuilder, prog: str, args: list[str], sc: SimpleComman
             acc.consume_words(pos)
     elif prog in _NAME_VALUES:
         acc.consume_words(_without_values(args, _NAME_VALUES[prog]))
+    elif prog in _SEARCHERS:
+        acc.consume_words(_search_files(args))
     else:
         if prog in _LISTERS:
             pos = _positional(args, frozenset(["-I", "-L", "--ignore"]))

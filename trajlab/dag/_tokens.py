@@ -322,14 +322,19 @@ def ext_of(path: str) -> str | None:
     return base.rsplit(".", 1)[-1].lower()
 
 
-_NOT_IN_PATHS = frozenset(" \n\t$`(){}<>|;&=\"'")
+_NOT_IN_PATHS = frozenset("\n\t$`(){}<>|;&=\"'")
+_SPACED_PATH_START = ("/", "./", "../", "~/")
 
 
 def is_pathlike(word: str) -> bool:
-    """A command-line word that names a file: has a slash, or a known extension. Not an option or URL."""
+    """A command-line word that names a file: has a slash, or a known extension. Not an option or URL.
+    A word with spaces (quoted, or escaped as `Sample\\ BiS.vtt`) only when it starts like a path does
+    (`/Users/u/Sample BiS Demo.vtt`, `./my notes.md`), not a quoted message (`"Created file.txt"`)."""
     if not word or len(word) > 400 or word[0] == "-" or is_url(word):
         return False
     if not _NOT_IN_PATHS.isdisjoint(word):
+        return False
+    if " " in word and (not word.startswith(_SPACED_PATH_START) or "  " in word or word.endswith(" ")):
         return False
     if word in _SKIP_PATHS:
         return False
