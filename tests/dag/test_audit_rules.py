@@ -326,3 +326,25 @@ def test_a_search_pattern_is_no_file_and_a_path_may_have_spaces() -> None:
     # quoted messages are no paths, whatever their extension
     msg = r.bash('echo "Created file.txt"', "Created file.txt")
     assert _node(r.dag(), msg)["consumes"] == []
+
+
+def test_a_failed_run_with_no_other_signal_points_at_its_answer() -> None:
+    # Inspect t_b699c5cc67321f66: answer "No", scored incorrect, no error: no candidate at all
+    def run(outcome: str) -> tuple[Run, int]:
+        r = Run()
+        r.trajectory["outcome"] = outcome
+        r.user("Is the sky green?")
+        r.bash("ls", "notes.txt")
+        return r, r.say("No")
+
+    r, ans = run("failure")
+    d = r.dag()
+    assert [(c["step_index"], c["signal"]) for c in d.candidates] == [(ans, "failed_answer")]
+    r, ans = run("success")
+    assert r.dag().candidates == []
+    # any other signal wins: a failed run with an unrecovered error has no failed_answer
+    r, ans = run("failure")
+    r.steps.pop()
+    r.bash("cat missing.txt", "cat: missing.txt: No such file or directory", exit_code=1)
+    r.say("No")
+    assert "failed_answer" not in {c["signal"] for c in r.dag().candidates}

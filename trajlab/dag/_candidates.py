@@ -37,6 +37,7 @@ SIGNALS: dict[str, float] = {
     "superseded_error": 0.50,
     "first_error": 0.45,
     "cascade_error": 0.40,
+    "failed_answer": 0.35,
 }
 """Signal -> base score. Later entries of the same signal lose 0.02 each (most recent first)."""
 MAX_CANDIDATES = 10
@@ -96,6 +97,15 @@ def rank_candidates(b: _Builder, ctx: dict[str, Any]) -> list[dict[str, Any]]:
             _add_error(b, r, v, "first_error", f"first error: {_what(b, v)} ({state})")
         else:  # an orphan result, an API error, a harness's parse-error feedback: no call to retry
             _add_error(b, r, v, "first_error", f"first error: {_what(b, v)}")
+    answer = ctx["answer"]
+    if not r.by_step and not r.nulls and answer is not None and b.t.get("outcome") == "failure":
+        # nothing else points anywhere (an answer with no values or names to check, no errors): the
+        # answer the grader rejected is where to look
+        r.add(
+            answer,
+            "failed_answer",
+            f"the run failed and no other signal fired: its answer, {_what(b, answer)}",
+        )
     return r.ranked()
 
 

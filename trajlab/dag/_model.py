@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 25
+DAG_VERSION = 26
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -64,7 +64,8 @@ window, not the first one similar enough.
 24: a time of day is one value (`12:00 PM` states `12:00`; `2013-05-01T03:56:47-00:00` states `03:56:47`),
 its fields none, in typed text and outputs (the `56` of a clock no longer links two steps).
 25: grep/rg/ag read their files, not their pattern or option values; a quoted or escaped path with spaces
-that starts like a path is read; regex alternations and options are no file patterns."""
+that starts like a path is read; regex alternations and options are no file patterns.
+26: candidate `failed_answer`: a failed run where no other signal fired points at its answer step."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",
