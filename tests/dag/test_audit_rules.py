@@ -348,3 +348,26 @@ def test_a_failed_run_with_no_other_signal_points_at_its_answer() -> None:
     r.bash("cat missing.txt", "cat: missing.txt: No such file or directory", exit_code=1)
     r.say("No")
     assert "failed_answer" not in {c["signal"] for c in r.dag().candidates}
+
+
+def test_a_value_comes_from_where_it_came_from_not_from_a_command_that_echoed_it() -> None:
+    # Claude Code t_e03a19b88c1ce36d: `bd show spotter-gqc.1` prints the id it was given; the later
+    # `bd update spotter-gqc.1` took it from `bd create`, which printed it first
+    r = Run()
+    r.user("Plan the work in beads")
+    create = r.bash("bd create 'Annotation schema'", "Created issue: spotter-gqc.1")
+    show = r.bash("bd show spotter-gqc.1", "spotter-gqc.1: Annotation schema [open]")
+    update = r.bash("bd update spotter-gqc.1 --status in_progress", "Updated spotter-gqc.1")
+    # Codex t_70cfa7a0f26a53e1: a search for the user's "90" prints lines with 90; the python that uses
+    # 90 takes it from the request, not from the search
+    ask = r.user("Compare it to 90 percent")
+    rg = r.bash('rg -n "90|80" README.md', "12:~90% less memory")
+    calc = r.bash('python3 -c "print(90 * 2)"', "180")
+    ans = r.say("Done: spotter-gqc.1 is in progress; 90 doubled is 180.")
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (create, update, "data") in data and (show, update, "data") not in data
+    assert (ask, calc, "data") in data and (rg, calc, "data") not in data
+    assert edge(d, create, update, "data")["artifact"] == "value:spotter-gqc.1"
+    # what an echo shows is still evidence of what was done, for the answer
+    assert edge(d, calc, ans, "answer")["artifact"] == "value:180"

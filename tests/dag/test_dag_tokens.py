@@ -37,6 +37,9 @@ def test_no_values_in_clock_times_with_offsets_or_in_numbers_of_one_digit() -> N
     # a duration under a minute states its seconds (ffprobe); longer ones do not in their seconds field
     assert value_use("Duration: 00:00:12.00, start: 0", "12") == 1
     assert value_use("Duration: 00:01:12.00, start: 0", "12") == 0
+    # style lengths are design constants, no values (Claude Code t_e03a19b88c1ce36d linked CSS of a test's
+    # HTML dump to a button style of an edit by `0.8rem`)
+    assert scan("padding: 0.8rem 1.5em; width: 16px; transition: 300ms; ORBIT-42")[2] == ["ORBIT-42"]
     # `1.0` is the digit 1 (no value, as 1 itself); 10.0 and 2.50 are 10 and 2.5
     assert scan("ratio 1.0, total 10.0, price 2.50, delta -1.0")[2] == ["10", "2.5", "-1"]
 

@@ -101,6 +101,7 @@ class _Builder:
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
         self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
         self.start: str | None = None  # the run's starting directory (`start_cwd`)
+        self.echoes: defaultdict[str, set[int]] = defaultdict(set)  # value -> steps that were given it
         self.exit_logged: bool = trajectory.get("runner") in EXIT_STATUS_RUNNERS
 
     # -- edges --------------------------------------------------------------------------------------
@@ -444,6 +445,9 @@ class _Builder:
                     prods = sorted({*(prods or ()), *lines})
                 # how common a number is counts every output showing it, line numbers too
                 if prods and len(prods) + (len(lines) if lines and v not in io.line_refs else 0) <= UBIQUITY:
+                    echoes = self.echoes.get(v) if value_rule == "value" else None
+                    if echoes:
+                        prods = [p for p in prods if p not in echoes]
                     src = self.ix.latest(prods, node, True)
                     if src is not None:
                         self.edge(src, node, typ, f"value:{v}", value_rule)
@@ -493,6 +497,15 @@ class _Builder:
             if len(self.consumes[node]) < _MAX_ARTIFACTS:
                 self.consumes[node][u] = None
 
+    def _typed_in(self, node: int, value: str) -> bool:
+        """Was `value` typed into this action's own command (`rg -n "90|80"` printing `~90% less`, `bd show
+        spotter-gqc.1`)? Then its output echoes the value back: no source of it for a later step, which
+        takes it from where it came from (`echoes`). It still shows what was done, for an answer."""
+        io = self.io.get(node)
+        if io is None or not io.value_text or value not in io.value_text:
+            return False
+        return value_use(io.value_text[:VALUE_TEXT_MAX], value) == 1
+
     def reveal(self, node: int, text: str | None, lists_dir: str | None = None) -> None:
         """Record which demanded values, paths and URLs this step's output shows."""
         if not text:
@@ -511,6 +524,8 @@ class _Builder:
                             use = value_use(t, key)
                             if use == 1:
                                 lst.append(node)
+                                if self._typed_in(node, key):
+                                    self.echoes[target].add(node)
                             elif use == 2 and node not in ix.line_numbers[target][-1:]:
                                 ix.line_numbers[target].append(node)
                     elif kind == "g":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 26
+DAG_VERSION = 27
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -65,7 +65,9 @@ window, not the first one similar enough.
 its fields none, in typed text and outputs (the `56` of a clock no longer links two steps).
 25: grep/rg/ag read their files, not their pattern or option values; a quoted or escaped path with spaces
 that starts like a path is read; regex alternations and options are no file patterns.
-26: candidate `failed_answer`: a failed run where no other signal fired points at its answer step."""
+26: candidate `failed_answer`: a failed run where no other signal fired points at its answer step.
+27: an action given a value in its command only echoes it: a later action takes the value from an earlier
+source; style lengths (`0.8rem`, `16px`) are no values."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

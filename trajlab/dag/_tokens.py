@@ -147,12 +147,22 @@ _VOCAB_CODE = re.compile(
 )
 
 
+_CSS_LENGTH = re.compile(r"-?\d*\.?\d+(?:px|rem|em|vh|vw|vmin|vmax|pt|ch|ex|fr|deg|ms)").fullmatch
+"""Style lengths (`0.8rem`, `16px`, `300ms`): design constants that stylesheets, markup and edits share,
+not results a step printed."""
+
+
 def _value(part: str, values: dict[str, None]) -> None:
     if _NUM_RE.fullmatch(part):
         v = norm_value(part)
         if len(v) >= 2 and v != "-0":  # `1.0` is the digit 1: single digits are no values (see pieces_of)
             values[v] = None
-    elif len(part) >= 4 and _CODE_RE.fullmatch(part) and not _VOCAB_CODE.fullmatch(part):
+    elif (
+        len(part) >= 4
+        and _CODE_RE.fullmatch(part)
+        and not _VOCAB_CODE.fullmatch(part)
+        and not _CSS_LENGTH(part)
+    ):
         values[part] = None
 
 
