@@ -371,3 +371,31 @@ def test_a_value_comes_from_where_it_came_from_not_from_a_command_that_echoed_it
     assert edge(d, create, update, "data")["artifact"] == "value:spotter-gqc.1"
     # what an echo shows is still evidence of what was done, for the answer
     assert edge(d, calc, ans, "answer")["artifact"] == "value:180"
+
+
+def test_grep_pattern_options_bundled_or_attached() -> None:
+    # grep -rnf FILE reads FILE; -ePAT gives the pattern, so the next word is a file
+    r = Run()
+    r.user("Find the TODOs")
+    w = r.bash("printf 'TODO\\n' > pats.txt && printf 'a TODO\\n' > notes.txt", "")
+    f = r.bash("grep -rnf pats.txt src/", "src/a.py:1:TODO")
+    e = r.bash("grep -eTODO notes.txt", "a TODO")
+    long = r.bash("grep --file=pats.txt notes.txt", "a TODO")
+    d = r.dag()
+    assert {"/pats.txt", "pats.txt"} & set(_node(d, f)["consumes"])
+    assert (w, e, "data") in edge_set(d, "data") and (w, long, "data") in edge_set(d, "data")
+    assert any(c.endswith("notes.txt") for c in _node(d, e)["consumes"])
+
+
+def test_an_odd_swe_agent_edit_range_builds() -> None:
+    r = Run()
+    r.user("Fix it")
+    r.call("open", {"command": "open a.py"}, "[File: /r/a.py]\n1:x\n(Open file: /r/a.py)", exit_code=None)
+    r.call("edit", {"command": "edit \u00b2:3\nx\nend_of_edit"}, "(Open file: /r/a.py)", exit_code=None)
+    r.call(
+        "edit",
+        {"command": "edit " + "9" * 5000 + ":3\nx\nend_of_edit"},
+        "(Open file: /r/a.py)",
+        exit_code=None,
+    )
+    assert len(r.dag().nodes) == 4

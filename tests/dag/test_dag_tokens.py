@@ -40,6 +40,20 @@ def test_no_values_in_clock_times_with_offsets_or_in_numbers_of_one_digit() -> N
     # style lengths are design constants, no values (Claude Code t_e03a19b88c1ce36d linked CSS of a test's
     # HTML dump to a button style of an edit by `0.8rem`)
     assert scan("padding: 0.8rem 1.5em; width: 16px; transition: 300ms; ORBIT-42")[2] == ["ORBIT-42"]
+    assert scan("1" * 7990 + "pz")[2] == ["1" * 7990 + "pz"]  # (quadratic before: a code, no length)
+    # a range is two times, a zone on its own none, a MAC address no time; typed durations state seconds
+    assert scan("12:30-13:45")[2] == ["12:30", "13:45"]
+    assert scan("03:56:47 -00:00")[2] == ["03:56:47"]
+    assert scan("00:11:22:33:44:55")[2] == []
+    assert scan("Duration: 00:00:12.00")[2] == ["00:00:12", "12"]
+
+
+def test_paths_with_spaces_are_files_of_a_known_type_not_prose() -> None:
+    from trajlab.dag._tokens import is_pathlike
+
+    assert is_pathlike("/Users/u/Sample BiS Demo Prep.vtt") and is_pathlike("./my notes.md")
+    for prose in ("/tmp is full", "/fix the bug", "/start here/", "/api/v1 is deprecated, use /api/v2"):
+        assert not is_pathlike(prose), prose
     # `1.0` is the digit 1 (no value, as 1 itself); 10.0 and 2.50 are 10 and 2.5
     assert scan("ratio 1.0, total 10.0, price 2.50, delta -1.0")[2] == ["10", "2.5", "-1"]
 

@@ -128,3 +128,15 @@ def test_a_server_still_serving_when_the_runner_stopped_waiting_is_no_timeout() 
     # a step that hung without serving stays a timeout
     assert node_status(_step("whisper talk.mp3", "Detecting language...", timed_out=True)) == "timeout"
     assert node_status(_step("curl http://x", "", timed_out=True)) == "timeout"
+
+
+def test_adversarial_and_prefixed_outputs() -> None:
+    # a long last line that looks like many pytest summaries ends at once (it backtracked cubically)
+    assert node_status(_step("python x.py", "= " + "1 failed in 1s " * 520)) == "ok"
+    # a log shown after `cd`/`export` is still a log's traceback
+    assert node_status(_step("cd /app && tail -50 log.txt", _TRACEBACK, programs=["cd", "tail"])) == "ok"
+    assert node_status(_step("export A=1 && cat log.txt", _TRACEBACK, programs=["export", "cat"])) == "ok"
+    assert node_status(_step("cd /app && python r.py", _TRACEBACK, programs=["cd", "python"])) == "error"
+    # a virtualenv's prompt after the traceback is the terminal's
+    venv = "root@abc:/app# python x.py\n" + _TRACEBACK + "(venv) root@abc:/app# "
+    assert node_status(_step("python x.py", venv)) == "error"

@@ -65,6 +65,8 @@ from ._tokens import (
 )
 
 _MAX_ARTIFACTS = 50
+_EDIT_READS = 32
+"""Earlier reads of a file searched for the one that showed an edit's old text."""
 
 
 class _Builder:
@@ -394,8 +396,17 @@ class _Builder:
         latest = self.ix.find_latest(by_path, path, node, True)
         if latest is None or not probe or not by_path or probe in (self.by_idx[latest].get("output") or ""):
             return latest
-        earlier = {src for q, es in by_path.items() if same_file(q, path) for _, src, _ in es if src < latest}
-        for src in sorted(earlier, reverse=True)[:32]:
+        earlier: set[int] = set()
+        for q, es in by_path.items():
+            if same_file(q, path):
+                taken = 0
+                for _, src, _ in reversed(es):  # the latest reads first, at most _EDIT_READS of each name
+                    if src < latest and src not in earlier:
+                        earlier.add(src)
+                        taken += 1
+                        if taken == _EDIT_READS:
+                            break
+        for src in sorted(earlier, reverse=True)[:_EDIT_READS]:
             if self.ix.ok_seen(src, node) and probe in (self.by_idx[src].get("output") or ""):
                 return src
         return latest

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 27
+DAG_VERSION = 28
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -67,7 +67,11 @@ its fields none, in typed text and outputs (the `56` of a clock no longer links 
 that starts like a path is read; regex alternations and options are no file patterns.
 26: candidate `failed_answer`: a failed run where no other signal fired points at its answer step.
 27: an action given a value in its command only echoes it: a later action takes the value from an earlier
-source; style lengths (`0.8rem`, `16px`) are no values."""
+source; style lengths (`0.8rem`, `16px`) are no values.
+28: a review's fixes: grep's bundled `-rnf FILE`, attached `-ePAT` and `--file=F`; a path with spaces must
+name a file of a known type and read like no prose; time ranges, MAC addresses, zones on their own; a
+log shown after `cd`/`export` is still a log; a virtualenv prompt is a trailer; a retry search ends at a
+command 90% similar; no quadratic or cubic regexes or scans on long outputs."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

@@ -114,6 +114,8 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
     return "ok"
 
 
+_SETTING_UP = words("cd pushd popd export source . set unset alias true env")
+"""Programs that only prepare the shell (`cd /app && tail -50 log.txt`): the next one does the work."""
 _SERVING = re.compile(
     r"Serving HTTP on |Running on https?://|[Ll]istening (?:on|at) (?:https?://|port |[\d.:\[])"
     r"|Uvicorn running on |Local:\s+https?://|[Ss]erver (?:started|running|listening) (?:on|at) "
@@ -126,7 +128,7 @@ _SHOWING_PROGRAMS = words("cat head tail less more nl tac bat grep egrep fgrep r
 _WARNING = r"\S+:\d+: \w*Warning: .*"
 _WARNING_LINE = re.compile(_WARNING)
 _TRAILER_LINE = re.compile(
-    r"\((?:Open file|Current directory): .*\)|bash-\$|[\w.-]+@[\w.-]+:[^\n]*[#$]|" + _WARNING
+    r"\((?:Open file|Current directory): .*\)|bash-\$|(?:\(\S+\) )?[\w.-]+@[\w.-]+:[^\n]*[#$]|" + _WARNING
 )
 """Lines after a command's own output: SWE-agent's status lines and prompt, a terminal's empty prompt, and
 the interpreter's shutdown warnings (`sys:1: RuntimeWarning: coroutine ... was never awaited`, with the
@@ -134,7 +136,10 @@ indented source line a warning may have under it)."""
 _EXCEPTION_LINE = re.compile(
     r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)|StopIteration)(?:: .*)?"
 )
-_PYTEST_FAILED = re.compile(r"=+ (?:.*\b)?\d+ (?:failed|errors?)\b.* in [\d.]+\s*m?s.*=+")
+_PYTEST_FAILED = re.compile(
+    r"=+ [^=]{0,200}?\b\d+ (?:failed|errors?)\b[^=]{0,200}? in [\d.]+\s*m?s[^=]{0,60}=+"
+)
+_SUMMARY_MAX = 300  # pytest's summary line is short: longer last lines are not matched at all
 _TRACEBACK = "Traceback (most recent call last):"
 _TAIL_CHARS = 8_000
 
@@ -161,9 +166,10 @@ def _failed_by_output(step: dict[str, Any], out: str) -> bool:
     if not end:
         return False
     last = lines[end - 1].strip()
-    if progs and progs[0] in _SHOWING_PROGRAMS:
+    first = next((x for x in progs if x not in _SETTING_UP), None)
+    if first in _SHOWING_PROGRAMS:
         pass
-    elif _PYTEST_FAILED.fullmatch(last):
+    elif len(last) <= _SUMMARY_MAX and _PYTEST_FAILED.fullmatch(last):
         return True
     elif _EXCEPTION_LINE.fullmatch(last):
         for j in range(end - 2, -1, -1):

@@ -9,7 +9,6 @@ production carries the name of the rule that found it; docs/dag.md lists them wi
 
 from __future__ import annotations
 
-import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -104,23 +103,52 @@ def _glob_like(w: str) -> bool:
 
 
 _SEARCHERS = words("grep egrep fgrep rg ag ack zgrep")
-_SEARCH_VALUES = words(
-    "-e --regexp -f --file -A -B -C -m --max-count --include --exclude --exclude-dir -g --glob -t --type"
-    " -T --type-not --color --colour -d --directories -D --devices --label --context --after-context"
-    " --before-context -M --max-columns --max-depth --sort --sortr -j --threads --ignore-file"
+_SEARCH_LONG_VALUES = words(
+    "--regexp --file --after-context --before-context --context --max-count --include --exclude --exclude-dir"
+    " --glob --iglob --type --type-not --color --colour --directories --devices --label --max-columns"
+    " --max-depth --sort --sortr --threads --ignore-file --pre --encoding"
 )
-"""Options of grep and its kin that take a value (a pattern, a count, a file glob)."""
+_SEARCH_SHORT_VALUES = frozenset("efABCmgtTdDMEj")
+"""Options of grep and its kin that take a value (a pattern, a pattern file, a count, a file glob); short
+ones may be bundled (`-rnf pats.txt`) or carry it attached (`-eTODO`, `-A3`)."""
 
 
 def _search_files(args: list[str]) -> list[str]:
     """The files and directories a grep/rg/ag call searches: its positional words bar the pattern (the
-    first, unless `-e`/`-f`/`--regexp`/`--file` gave it, or `rg --files` lists files), plus a
-    pattern file (`-f FILE`)."""
-    pos = _positional(args, _SEARCH_VALUES)
-    given = "--files" in args or any(
-        a in ("-e", "--regexp", "-f", "--file") or a.startswith(("--regexp=", "--file=")) for a in args
-    )
-    files = [v for f, v in itertools.pairwise(args) if f in ("-f", "--file")]
+    first, unless `-e`/`-f`/`--regexp`/`--file` gave it, or `rg --files` lists files), plus a pattern
+    file (`-f FILE`, `-rnf FILE`, `--file=FILE`)."""
+    files: list[str] = []
+    pos: list[str] = []
+    given = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if a == "--":
+            pos += args[i + 1 :]
+            break
+        if a.startswith("--"):
+            name, eq, val = a.partition("=")
+            if name == "--files":
+                given = True
+            elif name in _SEARCH_LONG_VALUES:
+                given = given or name in ("--regexp", "--file")
+                if name == "--file" and (val if eq else nxt):
+                    files.append(val if eq else nxt or "")
+                i += 0 if eq else 1
+        elif a.startswith("-") and len(a) > 1:
+            for j in range(1, len(a)):
+                ch = a[j]
+                if ch in _SEARCH_SHORT_VALUES:
+                    attached = a[j + 1 :]
+                    given = given or ch in "ef"
+                    if ch == "f" and (attached or nxt):
+                        files.append(attached or nxt or "")
+                    i += 0 if attached else 1
+                    break
+        else:
+            pos.append(a)
+        i += 1
     return files + (pos if given else pos[1:])
 
 

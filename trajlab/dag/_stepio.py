@@ -323,7 +323,7 @@ def _aci(io: StepIO, command: str, cwd: str | None, open_file: str | None) -> No
         io.edits.append(open_file)
         io.produced.append((open_file, "tool-edit"))
         start = rest[0].partition(":")[0] if cmd == "edit" and rest else ""
-        if start.isdigit():  # the editor shows lines as `287:code`: the read that showed line 287
+        if start.isascii() and start.isdigit() and len(start) < 10:  # the editor shows lines as `287:code`
             io.edit_probe = f"\n{int(start)}:"
     elif cmd in ("find_file", "search_dir") and len(rest) >= 2:
         io.words.append(norm_path(rest[-1], cwd))

@@ -293,6 +293,10 @@ def compaction_checks(b: _Builder) -> None:
 _LOOKUPS = frozenset({"find", "fd", "locate", "ls", "tree", "glob", "stat", "file", "test"})
 
 
+_CLOSE_ENOUGH = 0.9
+"""A similar command this close to the failed one is its retry; no later one of the window is scored."""
+
+
 def find_retries(b: _Builder) -> dict[int, int]:
     """Failed action -> the later action that retried it (same tool and command, or same input)."""
     out: dict[int, int] = {}
@@ -310,6 +314,7 @@ def find_retries(b: _Builder) -> dict[int, int]:
             pa = b.io[la].primary
             similar: int | None = None  # the most similar command of the window, if none is the same
             best = 0.5
+            sm: SequenceMatcher[str] | None = None  # the failed command as seq1
             found: tuple[int, str] | None = None
             for c in actions[k + 1 : k + 11]:
                 nb = b.nodes[c]
@@ -322,8 +327,13 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     if same_input or ca == cb or _extends(ca, cb):
                         found = (c, "retry-same-tool")
                         break
+                    if best >= _CLOSE_ENOUGH:
+                        continue  # a near-copy is found: only the very same command could still win
+                    if sm is None:
+                        sm = SequenceMatcher(None)
+                        sm.set_seq1(ca)
+                    sm.set_seq2(cb)  # (the orientation of the rule: which of two near ties wins)
                     # ratio() <= quick_ratio() <= real_quick_ratio(): the cheap bounds rule most out
-                    sm = SequenceMatcher(None, ca, cb)
                     if sm.real_quick_ratio() >= best and sm.quick_ratio() >= best:
                         r = sm.ratio()
                         if r >= best and (similar is None or r > best):

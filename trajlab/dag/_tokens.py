@@ -40,7 +40,8 @@ _UNIT_RE = re.compile(r"[$€£¥]?([-+]?\d[\d.,]*)(?:%|‰|°[CFK]?)?")
 _CODE_RE = re.compile(r"(?=[A-Za-z_.-]*\d)(?=[\d_.-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]{2,}[A-Za-z0-9]")
 _DIGIT = re.compile(r"\d").search
 _CLOCK = re.compile(
-    r"(?:\d{4}-\d\d-\d\d[T_])?(?<![\d.+-])(\d{1,2}:\d\d(?::\d\d)?)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?![\d:])"
+    r"(?:\d{4}-\d\d-\d\d[T_])?(?<![\d.:])(\d{1,2}:\d\d(?::\d\d)?)"
+    r"(?:(?<=:\d\d:\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|[.,]\d+|Z)?(?![\d:])"
 )
 """A time of day, with the date glued to it by `T` and the zone after it: `03:56:47`, `12:00:00+05:30`,
 `2013-05-01T03:56:47-00:00`. The time (`03:56:47`, `12:00`) is one value; its fields are none (a clock's
@@ -98,7 +99,12 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
             continue
         if ":" in tok and _CLOCK_IN(tok):  # `12:00 PM`, `2013-05-01T03:56:47-00:00`: one value, the time
             for cm in _CLOCK.finditer(tok):
-                values[cm.group(1)] = None
+                t = cm.group(1)
+                if cm.start(1) and tok[cm.start(1) - 1] in "+-" and not tok[: cm.start(1) - 1].rstrip("+-"):
+                    continue  # a zone on its own (`03:56:47 -00:00`)
+                values[t] = None
+                if t.startswith("00:00:") and t[6:] != "00":  # a duration under a minute states its seconds
+                    _value(t[6:].lstrip("0") or "0", values)
             tok = _CLOCK_SUB(" ", tok)
         parts = _PARTS(tok) if (":" in tok or "=" in tok) else (tok,)
         skip_values = False  # after "12:" (clock times) or "file.py:" (line numbers)
@@ -147,7 +153,9 @@ _VOCAB_CODE = re.compile(
 )
 
 
-_CSS_LENGTH = re.compile(r"-?\d*\.?\d+(?:px|rem|em|vh|vw|vmin|vmax|pt|ch|ex|fr|deg|ms)").fullmatch
+_CSS_LENGTH = re.compile(
+    r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:px|rem|em|vh|vw|vmin|vmax|pt|ch|ex|fr|deg|ms)"
+).fullmatch
 """Style lengths (`0.8rem`, `16px`, `300ms`): design constants that stylesheets, markup and edits share,
 not results a step printed."""
 
@@ -336,15 +344,27 @@ _NOT_IN_PATHS = frozenset("\n\t$`(){}<>|;&=\"'")
 _SPACED_PATH_START = ("/", "./", "../", "~/")
 
 
+def _spaced_path(word: str) -> bool:
+    """A word with spaces names a file only when it starts like a path, its name has a known extension,
+    and it reads like no prose (`/tmp is full`, `/api/v1 is deprecated, use /api/v2`, `/start here/`)."""
+    if not word.startswith(_SPACED_PATH_START) or "  " in word or ", " in word or ": " in word:
+        return False
+    if " /" in word or " ./" in word:
+        return False
+    e = ext_of(word)
+    return e is not None and e in KNOWN_EXT
+
+
 def is_pathlike(word: str) -> bool:
     """A command-line word that names a file: has a slash, or a known extension. Not an option or URL.
-    A word with spaces (quoted, or escaped as `Sample\\ BiS.vtt`) only when it starts like a path does
-    (`/Users/u/Sample BiS Demo.vtt`, `./my notes.md`), not a quoted message (`"Created file.txt"`)."""
+    A word with spaces (quoted, or escaped as `Sample\\ BiS.vtt`) only when it starts like a path and names
+    a file of a known type (`/Users/u/Sample BiS Demo.vtt`, `./my notes.md`; see `_spaced_path`), not a
+    quoted message (`"Created file.txt"`, `"/tmp is full"`)."""
     if not word or len(word) > 400 or word[0] == "-" or is_url(word):
         return False
     if not _NOT_IN_PATHS.isdisjoint(word):
         return False
-    if " " in word and (not word.startswith(_SPACED_PATH_START) or "  " in word or word.endswith(" ")):
+    if " " in word and not _spaced_path(word):
         return False
     if word in _SKIP_PATHS:
         return False
