@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ._model import STATE_GRADED_RUNNERS
 from ._tokens import basename, clip, same_file, scan
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def _diff_claims(text: str) -> str:
             in_hunk = False
         elif line.startswith("@@"):
             in_hunk = True
+            line = "@@"  # after the line numbers git writes the enclosing function: context, no claim
         elif in_hunk and not line.startswith("+"):
             continue
         out.append(line)
@@ -257,7 +259,14 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     """Draw `answer` edges into the answer step; report which of its terms have support."""
     s = b.by_idx[answer]
     text = s.get("text") or ""
-    if b.nodes[answer]["kind"] == "action":
+    marked = _final_answer_line(text or s.get("output") or "") if b.t.get("final_answer") else None
+    if marked is not None:
+        # `FINAL ANSWER: x` (AutoGen, Magentic-One): that line is the claim; the rest of the message is
+        # what the harness logged around it (tracebacks, warnings, "Max rounds (30) reached.")
+        text = marked
+    elif b.nodes[answer]["kind"] == "action" and b.t.get("runner") in STATE_GRADED_RUNNERS:
+        text = ""  # the tests grade the state it left: its keystrokes claim nothing
+    elif b.nodes[answer]["kind"] == "action":
         out = s.get("output") or ""
         text = "\n".join(x for x in (s.get("arguments"), out if "diff --git" in out[:2000] else None) if x)
         if "diff --git" in text:
@@ -307,6 +316,15 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
         "supported": supported,
         "unsupported_values": unsupported if short else [],
     }
+
+
+def _final_answer_line(text: str) -> str | None:
+    """The last `FINAL ANSWER ...` line of a text, or None."""
+    k = text.rfind("FINAL ANSWER")
+    if k < 0:
+        return None
+    end = text.find("\n", k)
+    return text[k : end if end >= 0 else len(text)]
 
 
 def content_words(text: str, task_lower: str) -> list[str]:

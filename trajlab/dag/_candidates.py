@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._answer import SHORT_ANSWER_WORDS, content_words, numbers_in, task_text, term_re
+from ._answer import SHORT_ANSWER_WORDS, content_words, is_evidence, numbers_in, task_text, term_re
 from ._stepio import SETUP_TOOLS
 
 if TYPE_CHECKING:
@@ -232,21 +232,23 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
             "answer_without_modality",
             f"step {answer} answered without {' or '.join(lacking)} evidence the task needs",
         )
-    unsupported = support["terms"] and not support["supported"]
+    # with no evidence step at all (a model answering from memory) "nothing supports it" singles out nothing
+    evidenced = any(is_evidence(b, i) for i in nodes if i < answer)
+    unsupported = evidenced and support["terms"] and not support["supported"]
     if unsupported:
         r.add(
             answer,
             "answer_unsupported",
             f"no evidence step supports any value, path or word the final answer (step {answer}) states",
         )
-    elif support["unsupported_values"]:
+    elif evidenced and support["unsupported_values"]:
         vals = ", ".join(support["unsupported_values"][:5])
         r.add(
             answer,
             "answer_value_unsupported",
             f"the final answer (step {answer}) states {vals}, which no tool output contains",
         )
-    if unsupported or support["unsupported_values"]:
+    if unsupported or (evidenced and support["unsupported_values"]):
         # Steps whose results the runner did not record (a hosted web search, say) may hold what we cannot see.
         hidden = [
             v

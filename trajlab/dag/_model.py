@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 28
+DAG_VERSION = 29
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -71,7 +71,17 @@ source; style lengths (`0.8rem`, `16px`) are no values.
 28: a review's fixes: grep's bundled `-rnf FILE`, attached `-ePAT` and `--file=F`; a path with spaces must
 name a file of a known type and read like no prose; time ranges, MAC addresses, zones on their own; a
 log shown after `cd`/`export` is still a log; a virtualenv prompt is a trailer; a retry search ends at a
-command 90% similar; no quadratic or cubic regexes or scans on long outputs."""
+command 90% similar; no quadratic or cubic regexes or scans on long outputs.
+29: an audit's fixes: a `FINAL ANSWER:` line is all an answer claims, and an action whose output writes it
+can be the answer step; a code executor's turn without code is no action after the answer; Terminal-Bench
+keystrokes form no batches and its last action claims nothing; setup-phase steps are no dead ends; git's
+hunk-header function is no claim; a sub-agent report's paths link to their writers; a page that did not
+load is an error; `answer_unsupported` needs an evidence step."""
+
+STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
+"""Runners whose logs hold no message with an answer because the tests grade the state the agent left
+(Terminal-Bench runs its tests in the container): the last action is the answer step, and its keystrokes
+claim nothing."""
 
 NODE_KINDS: dict[str, str] = {
     "tool_call": "action",

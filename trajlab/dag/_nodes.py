@@ -102,6 +102,8 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
             return "error"
         if out and out[0] in _REFUSAL_FIRST and _policy_refused(out):
             return "error"
+        if out and _page_failed(step, out):
+            return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 or (out is None and step.get("tool") in FINISH_TOOLS) else "no-output"
         if code is None and not err and not exit_status_logged and _failed_by_output(step, out):
@@ -184,6 +186,28 @@ def _failed_by_output(step: dict[str, Any], out: str) -> bool:
                 return False
         return False
     return _only_error_lines("\n".join(lines[:end]))
+
+
+def is_setup(step: dict[str, Any]) -> bool:
+    """A step of the harness's setup phase (`metadata.phase = "setup"`: Terminal-Bench's agent install)."""
+    meta = step.get("metadata")
+    if isinstance(meta, str):
+        return '"phase":"setup"' in meta or '"phase": "setup"' in meta
+    return isinstance(meta, dict) and meta.get("phase") == "setup"
+
+
+_PAGE_ERRORS = (
+    "chrome-error://",
+    "This site can’t be reached",
+    "This site can't be reached",
+    "ERR_NAME_NOT_RESOLVED",
+)
+"""What a browser shows when the page did not load (Chrome's error page, as a web agent reports it)."""
+_BROWSER_TOOLS = frozenset(["browser", "web_browser", "web_fetch"])
+
+
+def _page_failed(step: dict[str, Any], out: str) -> bool:
+    return (step.get("tool") or "") in _BROWSER_TOOLS and any(e in out[:3000] for e in _PAGE_ERRORS)
 
 
 def _is_verdict(step: dict[str, Any]) -> bool:

@@ -11,9 +11,10 @@ from datetime import datetime, timedelta
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
-from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, ts
+from ._model import STATE_GRADED_RUNNERS
+from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, VALUE_TEXT_MAX, ts
 from ._stepio import StepIO
-from ._tokens import same_file
+from ._tokens import basename, same_file, scan
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -56,6 +57,9 @@ def prepare(b: _Builder, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+SEQUENTIAL_RUNNERS = frozenset(["terminal_bench"])
+"""Runners whose commands are keystrokes sent to one terminal, each after the last finished (Terminal-Bench
+1): no two are one response, however close their times (`clear`, `source a.sh` 0.3 s apart)."""
 USAGE_ON_LAST_STEP = frozenset(["codex"])
 """Runners whose adapters put a model response's usage on its last step (Codex: the `token_count` event
 that follows it), so usage cannot tell where a response starts: their batches come from timestamps."""
@@ -99,10 +103,13 @@ def structure(b: _Builder) -> None:
     for a, p in b.parent.items():
         if p is not None and a != b.root:
             b.children[p].append(a)
+    sequential = b.t.get("runner") in SEQUENTIAL_RUNNERS
     for a, idxs in b.agent_steps.items():
         prev: dict[str, Any] | None = None
         for i in idxs:
             s = b.by_idx[i]
+            if sequential:
+                break
             if prev is not None and s.get("kind") == "tool_call" and _same_response(prev, s, usage[a]):
                 first = b.batch.get(prev["step_index"], prev["step_index"])
                 b.batch[prev["step_index"]] = first
@@ -252,6 +259,24 @@ def agent_edges(b: _Builder) -> None:
         s = b.by_idx[last]
         if b.nodes[last]["kind"] == "text" and s.get("text"):
             b.consume(last, StepIO(value_text=s["text"]), value_rule="agent-result-value")
+            _report_paths(b, last, s["text"])
+
+
+def _report_paths(b: _Builder, last: int, text: str) -> None:
+    """A sub-agent's report names what was made (`All test files are located in /app/test_dir/`): its
+    explicit paths link to the steps that wrote the file or made the directory. Not to steps that only
+    showed a path (a prompt's `/app` shows the working directory, which a report names in passing)."""
+    for p in scan(text[: VALUE_TEXT_MAX * 4])[0]:
+        if not p.startswith(("/", "~", "./")):
+            continue
+        p = p.rstrip("/") or p
+        w = b.ix.find_writer(p, last)
+        if w is not None:
+            b.edge(w[0], last, "data", p, w[1])
+            continue
+        made = b.ix.find_latest(b.ix.made.get(basename(p)), p, last)
+        if made is not None:
+            b.edge(made, last, "data", p, "dir-contents")
 
 
 def compaction_checks(b: _Builder) -> None:
@@ -405,13 +430,22 @@ def answer_node(b: _Builder) -> int | None:
         head = final[:200]
         # the message that wrote "FINAL ANSWER: <it>" (Magentic-One's Orchestrator writes it as a thought)
         answer = next((i for i in reversed(marked) if _states_final(by_idx[i].get("text"), head)), None)
+        if answer is None:  # Magentic-One: the line appended to the last record's output (a WebSurfer's)
+            answer = next(
+                (
+                    i
+                    for i in reversed(root)
+                    if nodes[i]["kind"] == "action" and _states_final(by_idx[i].get("output"), head)
+                ),
+                None,
+            )
         if answer is None:
             answer = next((i for i in reversed(texts) if head in (by_idx[i].get("text") or "")), None)
     if answer is None and texts:
         answer = texts[-1]
     if submits and (answer is None or submits[-1] > answer):
         return submits[-1]
-    actions = [i for i in root if b.nodes[i]["kind"] == "action"]
+    actions = [i for i in root if b.nodes[i]["kind"] == "action" and not _ran_nothing(by_idx[i])]
     if answer is not None and actions and actions[-1] > answer:
         return None  # the run went on acting after its last message: it never answered
     if answer is None and actions and b.t.get("runner") in STATE_GRADED_RUNNERS:
@@ -419,11 +453,13 @@ def answer_node(b: _Builder) -> int | None:
     return answer
 
 
-STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
-"""Runners whose logs hold no message with an answer because the tests grade the state the agent left
-(Terminal-Bench runs its tests in the container): the last action is the answer step."""
+def _ran_nothing(s: dict[str, Any]) -> bool:
+    """A code executor's turn with no code to run (AutoGen's "There is no code from the last 1 message for
+    me to execute"): no action after the last message."""
+    return s.get("tool") in _CODE_RUNNERS and not (s.get("command") or s.get("arguments"))
 
 
+_CODE_RUNNERS = frozenset(["execute_code", "python"])
 _CONTROL_ONLY = re.compile(r"\W*TERMINATE\W*")
 """A message that only ends the conversation (AutoGen's `TERMINATE`): no answer of its own."""
 
