@@ -399,3 +399,82 @@ def test_an_odd_swe_agent_edit_range_builds() -> None:
         exit_code=None,
     )
     assert len(r.dag().nodes) == 4
+
+
+def test_claude_code_background_tasks_are_polled_and_their_failure_is_an_error() -> None:
+    # Claude Code t_e03a19b88c1ce36d: `mix test` in the background, then TaskOutput calls
+    r = Run()
+    r.user("Run the tests")
+    cmd = r.bash(
+        "mix test", "Command running in background with ID: bd0afab. Output is being written to: /tmp/x"
+    )
+    running = (
+        "<retrieval_status>timeout</retrieval_status>\n<task_id>bd0afab</task_id>\n<status>running</status>"
+    )
+    failed = "<retrieval_status>success</retrieval_status>\n<status>failed</status>\n<exit_code>1</exit_code>"
+    p1 = r.call("TaskOutput", {"task_id": "bd0afab", "block": True}, running, exit_code=None)
+    p2 = r.call("TaskOutput", {"task_id": "bd0afab", "block": True}, failed, exit_code=None)
+    d = r.dag()
+    assert edge(d, cmd, p1, "data")["artifact"] == "task:bd0afab"
+    assert _node(d, p1)["status"] == "ok" and not _node(d, p1)["is_dead_end"]
+    assert _node(d, p2)["status"] == "error"
+
+
+def test_a_nested_namesake_does_not_show_a_path() -> None:
+    # Codex t_70cfa7a0f26a53e1: `node_modules/@x/package.json` "revealed" the top-level package.json
+    r = Run()
+    r.trajectory["metadata"] = json.dumps({"cwd": "/w/app"})
+    r.user("Check the package")
+    top = r.bash("ls", "package.json\nsrc")
+    nested = r.bash("find node_modules -name package.json", "node_modules/@x/y/package.json")
+    mock = r.bash("grep -rn codemie tests", "tests/a.ts:3: vi.fn(() => '/mock/bin/codemie')")
+    cat = r.bash("cat package.json", "{}")
+    strings = r.bash("strings /w/app/node_modules/@x/y/bin/codemie", "ELF")
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (top, cat, "data") in data and (nested, cat, "data") not in data
+    assert (mock, strings, "data") not in data
+
+
+def test_an_add_only_patch_reads_where_its_context_was_shown_and_a_write_over_a_read_file() -> None:
+    r = Run()
+    r.user("Add a provider")
+    f = "/w/plugin.ts"
+    shown = r.bash(f"sed -n '70,150p' {f}", "  enabled_providers: ['proxy', 'openai'],\n  timeout: 30,")
+    r.bash(f"sed -n '150,210p' {f}", "export default plugin;")
+    patch = f"*** Begin Patch\n*** Update File: {f}\n@@\n   enabled_providers: ['proxy', 'openai'],\n+  extra: 1,\n*** End Patch"
+    ap = r.call("apply_patch", {"input": patch}, "Success")
+    read = r.call("Read", {"file_path": "/w/test.exs"}, "     1\tdefmodule T do")
+    w = r.call("Write", {"file_path": "/w/test.exs", "content": "defmodule T do\nend"}, "has been updated")
+    d = r.dag()
+    rbe = {(e["src"], e["dst"]) for e in d.edges if e["rule"] == "read-before-edit"}
+    assert (shown, ap) in rbe and (read, w) in rbe
+
+
+def test_a_long_compaction_summary_names_files_past_its_first_pages() -> None:
+    # Claude Code t_e03a19b88c1ce36d: a 12,007-character summary listed files at characters 8,989-11,568
+    r = Run()
+    r.user("Build the feature")
+    w = r.call("Write", {"file_path": "/w/lib/router.ex", "content": "x"}, "File created")
+    summary = (
+        "Summary of the work so far.\n"
+        + ("- discussed the design at length\n" * 300)
+        + "Files: /w/lib/router.ex\n"
+    )
+    c = r.compaction(summary)
+    d = r.dag()
+    assert (w, c, "summary") in edge_set(d, "summary")
+
+
+def test_a_poll_echoes_what_its_command_was_given() -> None:
+    # Codex t_70cfa7a0f26a53e1: `rg -n "90|80"` printed `~90% less` through its poll (step 38)
+    r = Run()
+    ask = r.user("Compare it to 90 percent")
+    cmd = r.call("exec_command", {"cmd": 'rg -n "90|80" README.md'}, "Process running with session ID 7")
+    meta = json.dumps({"polls": f"call_{cmd}", "session_id": "7"})
+    poll = r.call(
+        "write_stdin", {"session_id": 7, "chars": ""}, "12:~90% less memory", tool="poll", metadata=meta
+    )
+    calc = r.bash('python3 -c "print(90 * 2)"', "180")
+    data = edge_set(r.dag(), "data")
+    assert (ask, calc, "data") in data and (poll, calc, "data") not in data

@@ -24,9 +24,11 @@ from ._analyze import analyze
 from ._index import OutputPatterns, ProducerIndex, WrittenCode
 from ._model import NODE_KINDS, StepDag
 from ._nodes import (
+    BACKGROUND_POLLS,
     EXIT_STATUS_RUNNERS,
     LAST_LINE_MAX,
     NO_RESULT_TOOLS,
+    SUMMARY_TEXT_MAX,
     UBIQUITY,
     VALUE_TEXT_MAX,
     clean_label,
@@ -54,17 +56,18 @@ from ._tokens import (
     grouped,
     has_glob,
     has_grouped,
-    has_path,
     norm_path,
     pattern_matches,
     pieces_of,
     same_file,
-    scan,
+    scan_long,
+    shows_path,
     value_use,
     values_of,
 )
 
 _MAX_ARTIFACTS = 50
+_BACKGROUND = "Command running in background with ID: "
 _EDIT_READS = 32
 """Earlier reads of a file searched for the one that showed an edit's old text."""
 
@@ -100,6 +103,7 @@ class _Builder:
         self.deferred: dict[int, str] = {}  # sub-agent's last step -> the spawning call's output
         self.deferred_spawns: set[int] = set()  # spawning calls whose output is revealed by the sub-agent
         self.polled: defaultdict[int, list[int]] = defaultdict(list)  # running command -> its polls, in order
+        self.background: dict[str, int] = {}  # background task id -> the command that started it
         self.poll_of: dict[int, int] = {}  # each poll -> the command it polls
         self.author_of: dict[int, int] = {}  # an execution -> the earlier step that wrote its code
         self.start: str | None = None  # the run's starting directory (`start_cwd`)
@@ -299,9 +303,14 @@ class _Builder:
                 (answer, "\n".join(x for x in (s.get("text"), s.get("arguments"), s.get("output")) if x))
             )
         for i, text in texts:
-            ps, us, vs = scan(text[: VALUE_TEXT_MAX * 4])
-            # prose: only explicit paths (absolute, ./relative, or with a file extension), not "and/or"
-            ps = [p for p in ps if p.startswith(("/", "~", "./")) or ext_of(p)]
+            ps, us, vs = scan_long(text, SUMMARY_TEXT_MAX)
+            # prose: only explicit paths (absolute, ./relative, or with a file extension), not "and/or";
+            # an absolute one of one part and no extension is more often a route (`/projects/`) than a file
+            ps = [
+                p
+                for p in ps
+                if ext_of(p) or p.startswith(("~", "./")) or (p[:1] == "/" and "/" in p.strip("/"))
+            ]
             for v in vs:
                 want(values, v, i)
             for p in ps:
@@ -351,6 +360,13 @@ class _Builder:
                     self.edge(src, i, "data", f"session:{m.get('session_id')}", "poll")
                     self.polled[src].append(i)
                     self.poll_of[i] = src
+            out = s.get("output")
+            if out and out.startswith(
+                _BACKGROUND
+            ):  # Claude Code: `Command running in background with ID: x.`
+                self.background[out[len(_BACKGROUND) :].split(".", 1)[0].strip()] = i
+            elif self.nodes[i]["tool"] in BACKGROUND_POLLS:
+                self._task_poll(i, s.get("arguments"))
             if '"executes_step"' in meta:  # a code executor runs what an earlier message wrote
                 self._executes(i, meta)
             self.consume(i, io)
@@ -375,6 +391,19 @@ class _Builder:
             self.reveal(i, s.get("text"))
         if i in self.deferred:
             self.reveal(i, self.deferred[i])
+
+    def _task_poll(self, i: int, arguments: str | None) -> None:
+        """A TaskOutput/BashOutput call polls the background command that announced its task id."""
+        try:
+            args = orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError:
+            return
+        tid = next((args.get(k) for k in ("task_id", "bash_id", "shell_id") if isinstance(args, dict)), None)
+        src = self.background.get(tid) if isinstance(tid, str) else None
+        if src is not None and src < i:
+            self.edge(src, i, "data", f"task:{tid}", "poll")
+            self.polled[src].append(i)
+            self.poll_of[i] = src
 
     def _executes(self, i: int, meta: str) -> None:
         """`metadata.executes_step` (Who&When's code-executing agent, see trajlab.formats.who_and_when):
@@ -420,6 +449,11 @@ class _Builder:
             if r is not None:
                 self.edge(r, node, typ, path, "read-before-edit")
                 read_first.add(path)
+        for path, rule in io.produced:  # a whole-file write over a file the agent read (Claude Code's Write
+            if rule == "tool-write" and path not in read_first:  # must read an existing file first)
+                r = self.ix.find_latest(ix.reads.get(basename(path)), path, node, True)
+                if r is not None:
+                    self.edge(r, node, typ, path, "read-before-edit")
         for path in dict.fromkeys([*io.consumed, *io.edits, *io.scripts]):
             w = self.ix.find_writer(path, node)
             if w is not None:
@@ -512,10 +546,12 @@ class _Builder:
         """Was `value` typed into this action's own command (`rg -n "90|80"` printing `~90% less`, `bd show
         spotter-gqc.1`)? Then its output echoes the value back: no source of it for a later step, which
         takes it from where it came from (`echoes`). It still shows what was done, for an answer."""
-        io = self.io.get(node)
-        if io is None or not io.value_text or value not in io.value_text:
-            return False
-        return value_use(io.value_text[:VALUE_TEXT_MAX], value) == 1
+        for k in (node, self.poll_of.get(node)):  # a poll also echoes what the command it polls was given
+            io = self.io.get(k) if k is not None else None
+            text = io.value_text if io is not None else ""
+            if text and value in text and value_use(text[:VALUE_TEXT_MAX], value) == 1:
+                return True
+        return False
 
     def reveal(self, node: int, text: str | None, lists_dir: str | None = None) -> None:
         """Record which demanded values, paths and URLs this step's output shows."""
@@ -549,7 +585,7 @@ class _Builder:
                         continue
                     elif (
                         kind == "p" or (lists_dir and same_file(f"{lists_dir.rstrip('/')}/{key}", target))
-                    ) and has_path(t, key):
+                    ) and shows_path(t, key, target):
                         ix.add(ix.revealed, basename(target), target, node)
                         done.add(target)
         tail = t.rstrip()

@@ -17,6 +17,9 @@ LAST_LINE_MAX = 24
 """An output whose last line is this short printed a result (`515`, `3`): typing it later is a data use."""
 VALUE_TEXT_MAX = 2_000
 """Characters of a command or argument text searched for typed-in values."""
+SUMMARY_TEXT_MAX = 40_000
+"""Characters of a compaction summary, sub-agent report or answer searched for the paths, URLs and values
+it names (Claude Code's summaries list the files they touched past 8,000 characters)."""
 FINISH_TOOLS = words(
     "submit finish mark_task_complete task_complete attempt_completion complete_task final_answer"
 )
@@ -104,6 +107,8 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
             return "error"
         if out and _page_failed(step, out):
             return "error"
+        if out and out[:1] == "<" and (step.get("tool") or "") in BACKGROUND_POLLS and _task_failed(out):
+            return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 or (out is None and step.get("tool") in FINISH_TOOLS) else "no-output"
         if code is None and not err and not exit_status_logged and _failed_by_output(step, out):
@@ -186,6 +191,21 @@ def _failed_by_output(step: dict[str, Any], out: str) -> bool:
                 return False
         return False
     return _only_error_lines("\n".join(lines[:end]))
+
+
+BACKGROUND_POLLS = frozenset(["taskoutput", "bashoutput"])
+"""Claude Code's tools that fetch what a background command (`Command running in background with ID: x`)
+has printed so far, and at the end its status and exit code: polls of that command."""
+_TASK_EXIT = re.compile(r"<exit_code>(-?\d{1,6})</exit_code>")
+
+
+def _task_failed(out: str) -> bool:
+    """A background task's report says it failed: `<status>failed</status>` or a non-zero exit code."""
+    head = out[:2000]
+    if "<status>failed</status>" in head:
+        return True
+    m = _TASK_EXIT.search(head)
+    return m is not None and m.group(1) != "0"
 
 
 def is_setup(step: dict[str, Any]) -> bool:

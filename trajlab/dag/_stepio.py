@@ -243,7 +243,12 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         patch = str(args.get("input") or args.get("patch") or args.get("command") or "")
         _patch(io, patch, cwd)
         _changes(io, step.get("metadata"))
-        io.edit_probe = _longest_line([x[1:] for x in patch.splitlines() if x[:1] == "-" and x[:3] != "---"])
+        lines = patch.splitlines()
+        io.edit_probe = _longest_line(
+            [x[1:] for x in lines if x[:1] == "-" and x[:3] != "---"]
+        ) or _longest_line(
+            [x[1:] for x in lines if x[:1] == " "]  # a patch that only adds lines: its context lines
+        )
     elif tool in LISTING_TOOLS:
         if p:
             io.words.append(p)

@@ -12,9 +12,9 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 from ._model import STATE_GRADED_RUNNERS
-from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, VALUE_TEXT_MAX, ts
+from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, SUMMARY_TEXT_MAX, ts
 from ._stepio import StepIO
-from ._tokens import basename, same_file, scan
+from ._tokens import basename, same_file, scan_long
 
 if TYPE_CHECKING:
     from ._build import _Builder
@@ -266,7 +266,7 @@ def _report_paths(b: _Builder, last: int, text: str) -> None:
     """A sub-agent's report names what was made (`All test files are located in /app/test_dir/`): its
     explicit paths link to the steps that wrote the file or made the directory. Not to steps that only
     showed a path (a prompt's `/app` shows the working directory, which a report names in passing)."""
-    for p in scan(text[: VALUE_TEXT_MAX * 4])[0]:
+    for p in scan_long(text, SUMMARY_TEXT_MAX)[0]:
         if not p.startswith(("/", "~", "./")):
             continue
         p = p.rstrip("/") or p

@@ -141,6 +141,29 @@ def scan(text: str | None) -> tuple[list[str], list[str], list[str]]:
     return list(paths), list(urls), list(values)
 
 
+def scan_long(text: str, limit: int) -> tuple[list[str], list[str], list[str]]:
+    """`scan` of up to `limit` characters of a long text (a compaction summary, a report) without the cut
+    `clip` makes in the middle: in pieces that end at a line break, merged in order."""
+    text = text[:limit]
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return scan(text)
+    paths: dict[str, None] = {}
+    urls: dict[str, None] = {}
+    values: dict[str, None] = {}
+    at = 0
+    while at < len(text):
+        end = min(len(text), at + SCAN_HEAD)
+        if end < len(text):
+            nl = text.rfind("\n", at + 1, end)
+            end = nl + 1 if nl > at else end
+        ps, us, vs = scan(text[at:end])
+        paths.update(dict.fromkeys(ps))
+        urls.update(dict.fromkeys(us))
+        values.update(dict.fromkeys(vs))
+        at = end
+    return list(paths), list(urls), list(values)
+
+
 # Names that mix letters and digits but are vocabulary, not values a run produced: interpreters and
 # versioned programs (`python3`, `pip3`, `python3.11`), hashes and encodings (`sha256`, `utf-8`,
 # `base64`), number types and architectures (`int64`, `float32`, `x86_64`, `arm64`), codecs and
@@ -322,6 +345,37 @@ def find_path(text: str, path: str, before: int | None = None) -> int:
         if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
             continue
         return k
+
+
+_PATH_STOP = frozenset(" \t\r\n'\"`()[]{}<>=,;:|")
+_SHOWS_MAX = 64  # occurrences of a probe looked at in one output
+
+
+def shows_path(text: str, probe: str, target: str) -> bool:
+    """Does `text` show the file `target` by `probe` (the path, its last parts, or its name relative to the
+    starting directory; see `_build._probes`)? A match inside a longer path counts only when that whole
+    path names the same file: `bin/codemie` in `/mock/bin/codemie` or `package.json` in
+    `node_modules/x/package.json` name other files than `/w/node_modules/y/bin/codemie` or `/w/package.json`."""
+    n = len(probe)
+    start = 0
+    for _ in range(_SHOWS_MAX):
+        k = text.find(probe, start)
+        if k < 0:
+            return False
+        start = k + 1
+        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
+            continue
+        j = k + n
+        if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
+            continue
+        if probe == target or not k or text[k - 1] != "/":
+            return True
+        b = k - 1
+        while b > 0 and text[b - 1] not in _PATH_STOP and k - b < 400:
+            b -= 1
+        if same_file(text[b:j], target):
+            return True
+    return False
 
 
 def has_path(text: str, path: str) -> bool:
