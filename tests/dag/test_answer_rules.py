@@ -140,3 +140,57 @@ def test_an_answer_with_no_evidence_step_at_all_is_not_singled_out_as_unsupporte
     ans = r2.say("It is 42.")
     signals = {(c["step_index"], c["signal"]) for c in r2.dag().candidates}
     assert signals & {(ans, "answer_unsupported"), (ans, "answer_value_unsupported")}
+
+
+def _executor_run(last: str) -> tuple[Run, int]:
+    r = Run()
+    r.user("Transcribe the audio")
+    code = r.say("```python\nprint('hi')\n```")
+    r.call("execute_code", "print('hi')", output="hi", exit_code=0, metadata=f'{{"executes_step": {code}}}')
+    return r, r.say(last)
+
+
+def test_a_cut_off_message_handing_code_to_the_executor_is_no_answer() -> None:
+    # Who&When t_3027934611bf7b88: the last message asks to run an ffmpeg script; nothing ran it
+    r, last = _executor_run("Please run this:\n```sh\nffmpeg -i v.mp4 a.mp3\n```")
+    d = r.dag()
+    assert d.metrics["answer_step"] is None
+    assert any(c["signal"] == "no_final_answer" for c in d.candidates)
+    r, last = _executor_run("The transcript says hi.")
+    assert r.dag().metrics["answer_step"] == last
+
+
+def test_the_answering_agents_own_messages_are_no_support_and_idle_executors_no_dead_ends() -> None:
+    # Who&When t_a65ddb7aa95613b9: the Orchestrator's own "search for 'Ethan Zohn birthdate'" supported
+    # its "FINAL ANSWER: Ethan Zohn"; the WebSurfer page showing the name did not
+    r = Run(final_answer="Ethan Zohn")
+    r.user("Which winner was born in May?")
+    page = r.call("web_browser", {"url": "https://x.org/survivor"}, output="Winner: Ethan Zohn (born 1973)")
+    own = r.say("Please search specifically for 'Ethan Zohn birthdate' to verify.", agent_id="Orchestrator")
+    idle = r.call(
+        "execute_code",
+        "",
+        output="There is no code from the last 1 message for me to execute.",
+        exit_code=None,
+    )
+    ans = r.say("FINAL ANSWER: Ethan Zohn", agent_id="Orchestrator")
+    d = r.dag()
+    answer = {(e["src"], e["dst"]) for e in d.edges if e["type"] == "answer"}
+    assert (page, ans) in answer and (own, ans) not in answer
+    assert not _node(d, idle)["is_dead_end"]
+
+
+def test_a_failed_program_wrote_nothing_and_a_click_elsewhere_is_no_retry() -> None:
+    # Who&When t_3027934611bf7b88: `ffmpeg` not found (127) was credited with writing the mp3
+    r = Run()
+    r.user("Transcribe v.mp4")
+    ff = r.bash("ffmpeg -i v.mp4 a.mp3 > ff.log 2>&1", "sh: 1: ffmpeg: not found", exit_code=127)
+    wh = r.bash("whisper a.mp3", "Error: a.mp3 not found", exit_code=1)
+    log = r.bash("cat ff.log", "sh: 1: ffmpeg: not found")
+    # t_b2a60884c93639ea: a failed click on 'Ensembl' was "retried" by a click on another site
+    bad = r.call("web_browser", {"action": "click", "target": "Ensembl"}, output="This site can't be reached")
+    other = r.call("web_browser", {"action": "click", "target": "NCBI Genome"}, output="NCBI genome page")
+    d = r.dag()
+    data = edge_set(d, "data")
+    assert (ff, wh, "data") not in data and (ff, log, "data") in data
+    assert (bad, other, "retry") not in edge_set(d, "retry")

@@ -13,7 +13,7 @@ import orjson
 from ._answer import answer_edges, task_text
 from ._candidates import rank_candidates
 from ._model import ANSWER_PATH_EDGES, DAG_VERSION, MEDIA_MODALITIES, USE_EDGES, StepDag
-from ._nodes import FINISH_TOOLS, is_setup
+from ._nodes import FINISH_TOOLS, is_setup, ran_nothing
 from ._stepio import BOOKKEEPING_TOOLS, SETUP_TOOLS
 from ._tokens import AUDIO_EXT, DOC_EXT, IMAGE_EXT, VIDEO_EXT, basename, ext_of, same_file, scan
 
@@ -129,8 +129,8 @@ def analyze(b: _Builder, answer: int | None, retries: dict[int, int]) -> StepDag
             continue  # an earlier hand-in (Terminus-2 asks "Are you sure?" and the agent calls again) is none
         if b.chain_end.get(v, v) != v:
             continue  # a piece of a polled command that the next poll continues
-        if is_setup(b.by_idx[v]):
-            continue  # the harness's setup (Terminal-Bench installs the agent), not the agent's work
+        if is_setup(b.by_idx[v]) or ran_nothing(b.by_idx[v]):
+            continue  # the harness's setup (Terminal-Bench installs the agent), an executor with no code
         if n["status"] in ("ok", "no-output") and not (b.out_types.get(v, set()) & USE_EDGES):
             n["is_dead_end"] = True
             dead.append(v)

@@ -203,6 +203,15 @@ def is_evidence(b: _Builder, i: int) -> bool:
     )
 
 
+def supports(b: _Builder, i: int, answer: int) -> bool:
+    """Evidence that can support the answer: not a message of the agent that answers (an Orchestrator's
+    own instruction "search for 'Ethan Zohn birthdate'" is no evidence for its "Ethan Zohn")."""
+    if not is_evidence(b, i):
+        return False
+    n = b.nodes[i]
+    return n["kind"] != "text" or n["agent_id"] != b.nodes[answer]["agent_id"]
+
+
 def _number(v: str) -> float | None:
     try:
         return float(v.replace(",", ""))
@@ -283,7 +292,7 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
     if not required:
         supported += _final_writes(b, answer)
     for v in values:
-        prods = [p for p in b.ix.values.get(v, ()) if p < answer and is_evidence(b, p)]
+        prods = [p for p in b.ix.values.get(v, ()) if p < answer and supports(b, p, answer)]
         if prods:
             b.edge(prods[-1], answer, "answer", f"value:{v}", "answer-value")
             supported.append(v)
@@ -305,7 +314,7 @@ def answer_edges(b: _Builder, answer: int, required: list[str]) -> dict[str, Any
             supported.append(p)
     for u in urls:
         src = b.ix.latest(b.ix.urls.get(u.rstrip("/"), []), answer)
-        if src is not None and is_evidence(b, src):
+        if src is not None and supports(b, src, answer):
             b.edge(src, answer, "answer", u, "answer-path")
             supported.append(u)
     words: list[str] = []
@@ -344,7 +353,7 @@ def numbers_in(text: str) -> list[str]:
 def _short_answer_terms(b: _Builder, answer: int, text: str, supported: list[str]) -> list[str]:
     """Words of a short answer found in an output, and pieces (even one digit) an output is exactly."""
     words = content_words(text, task_text(b).lower())
-    evid = [i for i in sorted(b.nodes) if i < answer and is_evidence(b, i)]
+    evid = [i for i in sorted(b.nodes) if i < answer and supports(b, i, answer)]
     exact: dict[str, int] = {}
     for i in evid:
         tail = (b.by_idx[i].get("output") or "")[-200:].rstrip()

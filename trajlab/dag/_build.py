@@ -68,6 +68,24 @@ from ._tokens import (
 
 _MAX_ARTIFACTS = 50
 _BACKGROUND = "Command running in background with ID: "
+_PROGRAM_OUTPUTS = frozenset(
+    [
+        "ffmpeg-output",
+        "whisper-output",
+        "tesseract-output",
+        "output-flag",
+        "download",
+        "convert-output",
+        "archive",
+        "code-write",
+        "copy-dest",
+        "clone",
+        "recording",
+        "apply-patch",
+    ]
+)
+"""Writes a program makes itself, which a failed command did not make (the shell's own redirects, `tee`,
+`mkdir` and `touch` stay: they ran before or beside the failing program)."""
 _EDIT_READS = 32
 """Earlier reads of a file searched for the one that showed an edit's old text."""
 
@@ -370,6 +388,11 @@ class _Builder:
             if '"executes_step"' in meta:  # a code executor runs what an earlier message wrote
                 self._executes(i, meta)
             self.consume(i, io)
+            if self.nodes[i]["status"] in ("error", "timeout") and any(
+                r in _PROGRAM_OUTPUTS for _, r in io.produced
+            ):
+                io = io.unshared()  # a failed `ffmpeg ... a.mp3` (exit 127) wrote no a.mp3; `> log` did
+                io.produced = [(p, r) for p, r in io.produced if r not in _PROGRAM_OUTPUTS]
             self.produce(i, io)
             if i not in self.deferred_spawns:
                 self.reveal(i, s.get("output"), io.lists_dir)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 30
+DAG_VERSION = 31
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -80,7 +80,10 @@ load is an error; `answer_unsupported` needs an evidence step.
 30: a second Claude Code/Codex audit's fixes: a poll echoes what its command was given; a shorter path
 probe inside a longer path counts only when that path names the same file; summaries are read to 40,000
 characters; an add-only patch takes the read that showed its context; a whole-file Write over a read file
-takes that read; Claude Code's TaskOutput polls its background command and reports its failure."""
+takes that read; Claude Code's TaskOutput polls its background command and reports its failure.
+31: a Who&When audit's fixes: a cut-off message handing code to the executor is no answer; the answering
+agent's own messages are no support; a failed command's programs wrote nothing; executor turns without
+code are no dead ends; a browser click on another link is no retry."""
 
 STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
 """Runners whose logs hold no message with an answer because the tests grade the state the agent left

@@ -193,6 +193,13 @@ def _failed_by_output(step: dict[str, Any], out: str) -> bool:
     return _only_error_lines("\n".join(lines[:end]))
 
 
+def ran_nothing(s: dict[str, Any]) -> bool:
+    """A code executor's turn with no code to run (AutoGen's "There is no code from the last 1 message for
+    me to execute"): no action after the last message, and no dead end."""
+    return s.get("tool") in _CODE_RUNNERS and not (s.get("command") or s.get("arguments"))
+
+
+_CODE_RUNNERS = frozenset(["execute_code", "python"])
 BACKGROUND_POLLS = frozenset(["taskoutput", "bashoutput"])
 """Claude Code's tools that fetch what a background command (`Command running in background with ID: x`)
 has printed so far, and at the end its status and exit code: polls of that command."""

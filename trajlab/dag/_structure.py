@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 from ._model import STATE_GRADED_RUNNERS
-from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, SUMMARY_TEXT_MAX, ts
+from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, SUMMARY_TEXT_MAX, ran_nothing, ts
 from ._stepio import StepIO
 from ._tokens import basename, same_file, scan_long
 
@@ -318,6 +318,9 @@ def compaction_checks(b: _Builder) -> None:
 _LOOKUPS = frozenset({"find", "fd", "locate", "ls", "tree", "glob", "stat", "file", "test"})
 
 
+_NO_SIMILAR_RETRY = frozenset(["browser"])
+"""Tools whose calls look alike whatever they do (a browser's `{"action": "click", "target": ...}`): a
+click on another link is no retry of a click that failed."""
 _CLOSE_ENOUGH = 0.9
 """A similar command this close to the failed one is its retry; no later one of the window is scored."""
 
@@ -352,8 +355,8 @@ def find_retries(b: _Builder) -> dict[int, int]:
                     if same_input or ca == cb or _extends(ca, cb):
                         found = (c, "retry-same-tool")
                         break
-                    if best >= _CLOSE_ENOUGH:
-                        continue  # a near-copy is found: only the very same command could still win
+                    if best >= _CLOSE_ENOUGH or ka in _NO_SIMILAR_RETRY:
+                        continue  # a near-copy is found / clicks look alike: only the very same call counts
                     if sm is None:
                         sm = SequenceMatcher(None)
                         sm.set_seq1(ca)
@@ -445,21 +448,33 @@ def answer_node(b: _Builder) -> int | None:
         answer = texts[-1]
     if submits and (answer is None or submits[-1] > answer):
         return submits[-1]
-    actions = [i for i in root if b.nodes[i]["kind"] == "action" and not _ran_nothing(by_idx[i])]
+    actions = [i for i in root if b.nodes[i]["kind"] == "action" and not ran_nothing(by_idx[i])]
     if answer is not None and actions and actions[-1] > answer:
         return None  # the run went on acting after its last message: it never answered
+    if answer is not None and not final and _pending_code(b, by_idx[answer].get("text") or ""):
+        return None  # its last message handed code to an executor that never ran it: cut off
     if answer is None and actions and b.t.get("runner") in STATE_GRADED_RUNNERS:
         return actions[-1]
     return answer
 
 
-def _ran_nothing(s: dict[str, Any]) -> bool:
-    """A code executor's turn with no code to run (AutoGen's "There is no code from the last 1 message for
-    me to execute"): no action after the last message."""
-    return s.get("tool") in _CODE_RUNNERS and not (s.get("command") or s.get("arguments"))
+_CODE_FENCE = re.compile(r"```(?:python|py|sh|bash|shell)\b")
 
 
-_CODE_RUNNERS = frozenset(["execute_code", "python"])
+def _pending_code(b: _Builder, text: str) -> bool:
+    """A message with a code block for the run's executor (`metadata.executes_step` marks its runs), the
+    last of a run that was cut off before the executor ran it: a pending call, not an answer."""
+    return (
+        "```" in text
+        and _CODE_FENCE.search(text) is not None
+        and any(
+            '"executes_step"' in (s.get("metadata") or "")
+            for s in b.steps
+            if isinstance(s.get("metadata"), str)
+        )
+    )
+
+
 _CONTROL_ONLY = re.compile(r"\W*TERMINATE\W*")
 """A message that only ends the conversation (AutoGen's `TERMINATE`): no answer of its own."""
 
