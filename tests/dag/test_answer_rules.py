@@ -194,3 +194,19 @@ def test_a_failed_program_wrote_nothing_and_a_click_elsewhere_is_no_retry() -> N
     data = edge_set(d, "data")
     assert (ff, wh, "data") not in data and (ff, log, "data") in data
     assert (bad, other, "retry") not in edge_set(d, "retry")
+
+
+def test_an_executor_run_of_code_blocks_reads_and_writes_what_its_blocks_do() -> None:
+    # Who&When t_d45074a429b6e73d: the unzip printed `inflating: /workspace/unzipped_data/a.csv`; the next
+    # run's Python block reads it (stored as `{"code_blocks": [...]}`, which was not parsed)
+    r = Run()
+    r.user("Which countries grew?")
+    unzip = r.call(
+        "execute_code",
+        {"code_blocks": [{"language": "sh", "code": "unzip data.zip -d /workspace/unzipped_data"}]},
+        output="inflating: /workspace/unzipped_data/a.csv",
+    )
+    code = "import pandas as pd\ndf = pd.read_csv('/workspace/unzipped_data/a.csv')\ndf.to_csv('out.csv')"
+    read = r.call("execute_code", {"code_blocks": [{"language": "python", "code": code}]}, output="done")
+    d = r.dag()
+    assert (unzip, read, "data") in edge_set(d, "data")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 31
+DAG_VERSION = 32
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -83,7 +83,8 @@ characters; an add-only patch takes the read that showed its context; a whole-fi
 takes that read; Claude Code's TaskOutput polls its background command and reports its failure.
 31: a Who&When audit's fixes: a cut-off message handing code to the executor is no answer; the answering
 agent's own messages are no support; a failed command's programs wrote nothing; executor turns without
-code are no dead ends; a browser click on another link is no retry."""
+code are no dead ends; a browser click on another link is no retry.
+32: a code executor's `code_blocks` are read: shell blocks as commands, Python blocks as inline code."""
 
 STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
 """Runners whose logs hold no message with an answer because the tests grade the state the agent left

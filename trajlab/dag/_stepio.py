@@ -253,6 +253,8 @@ def step_io(step: dict[str, Any], cwd: str | None, open_file: str | None = None)
         if p:
             io.words.append(p)
             io.lists_dir = p
+    elif isinstance(args.get("code_blocks"), list):
+        _code_blocks(io, args["code_blocks"], cwd)
     elif tool == "python" or name in ("execute_python", "run_ipython", "ipython", "python"):
         code = args.get("code") or args.get("script") or args.get("input")
         if isinstance(code, str):
@@ -294,6 +296,34 @@ def edit_probe(args: dict[str, Any]) -> str | None:
 def _longest_line(lines: list[str]) -> str | None:
     best = max((x.strip() for x in lines), key=len, default="")[:200]
     return best if len(best) >= _PROBE_MIN else None
+
+
+_SHELL_LANGS = frozenset(["sh", "bash", "shell", "console", "zsh"])
+_PYTHON_LANGS = frozenset(["python", "py", "python3", ""])
+
+
+def _code_blocks(io: StepIO, blocks: list[Any], cwd: str | None) -> None:
+    """A code executor's run of a message's blocks (AutoGen's `{"code_blocks": [{"language", "code"}]}`):
+    what its Python blocks and shell blocks read and write."""
+    for blk in blocks[:20]:
+        if not isinstance(blk, dict) or not isinstance(blk.get("code"), str):
+            continue
+        lang = str(blk.get("language") or "").lower()
+        code = blk["code"][:100_000]
+        if lang in _SHELL_LANGS:
+            sio = shell_io(code, cwd)
+            io.produced += sio.produced
+            io.produced_dirs += sio.produced_dirs
+            io.consumed += sio.consumed
+            io.urls += sio.urls
+            io.scripts += sio.scripts
+            io.edits += sio.edits
+            io.deleted += sio.deleted
+        elif lang in _PYTHON_LANGS:
+            written, read, urls = code_io(code)
+            io.produced += [(norm_path(w, cwd), "code-write") for w in written]
+            io.consumed += [norm_path(r, cwd) for r in read]
+            io.urls += urls
 
 
 def _patch(io: StepIO, text: str, cwd: str | None) -> None:
