@@ -328,10 +328,9 @@ def has_grouped(text: str, token: str) -> bool:
         return True
 
 
-def find_path(text: str, path: str, before: int | None = None) -> int:
-    """Where `path` first occurs in `text` (starting before `before`, if given) not as part of a longer
-    name (`lib/a.ex` in "/x/lib/a.ex", not in "a.exs"), or -1."""
-    start = 0
+def find_path(text: str, path: str, before: int | None = None, start: int = 0) -> int:
+    """Where `path` first occurs in `text` (from `start`, starting before `before`, if given) not as part
+    of a longer name (`lib/a.ex` in "/x/lib/a.ex", not in "a.exs"), or -1."""
     n = len(path)
     end = len(text) if before is None else before + n - 1
     while True:
@@ -356,18 +355,13 @@ def shows_path(text: str, probe: str, target: str) -> bool:
     starting directory; see `_build._probes`)? A match inside a longer path counts only when that whole
     path names the same file: `bin/codemie` in `/mock/bin/codemie` or `package.json` in
     `node_modules/x/package.json` name other files than `/w/node_modules/y/bin/codemie` or `/w/package.json`."""
-    n = len(probe)
     start = 0
     for _ in range(_SHOWS_MAX):
-        k = text.find(probe, start)
+        k = find_path(text, probe, start=start)
         if k < 0:
             return False
         start = k + 1
-        if k and (text[k - 1] in _WORDCH or text[k - 1] in ".-"):
-            continue
-        j = k + n
-        if j < len(text) and (text[j] in _WORDCH or text[j] == "-"):
-            continue
+        j = k + len(probe)
         if probe == target or not k or text[k - 1] != "/":
             return True
         b = k - 1
