@@ -240,22 +240,27 @@ def test_surfer_action_reports_are_tool_calls():
     # WebSurfer: the search box (by its character counter) is a web search
     assert steps[5]["tool_name"] == "web_search" and args[5] == {"query": "PyCon US 2019 keynote speakers"}
     assert steps[5]["tool"] == "web_search" and steps[5]["modality"] == "web"
-    # a clicked label may span lines; the page shown is kept as page_url
+    # a clicked label may span lines; page_url is the page clicked on: the search results the
+    # previous report showed, not the page the click led to
     assert args[6] == {
         "action": "click",
         "target": "PyCon US 2019\nKeynotes",
-        "page_url": "https://us.pycon.org/2019/events/keynotes/",
+        "page_url": "https://www.bing.com/search?q=PyCon+US+2019+keynote+speakers&form=QBLH",
     }
-    assert args[7]["action"] == "scroll_down"
-    assert args[8]["action"] == "visit" and args[8]["url"] == "https://us.pycon.org/2019/schedule/"
+    assert args[7] == {"action": "scroll_down", "page_url": "https://us.pycon.org/2019/events/keynotes/"}
+    # a visit goes to the typed address, whatever the page before was
+    assert args[8] == {"action": "visit", "url": "https://us.pycon.org/2019/schedule/"}
     # a typed text with an apostrophe, into a named field
     assert (args[9]["action"], args[9]["text"], args[9]["field"]) == (
         "type",
         "Russell's keynote",
         "Search the schedule",
     )
-    assert args[9]["page_url"] == "https://us.pycon.org/2019/schedule/?q=Russell%27s+keynote"
-    assert args[10]["action"] == "back"
+    assert args[9]["page_url"] == "https://us.pycon.org/2019/schedule/"
+    assert args[10] == {
+        "action": "back",
+        "page_url": "https://us.pycon.org/2019/schedule/?q=Russell%27s+keynote",
+    }
     assert all(steps[i]["tool_name"] == "web_browser" and steps[i]["tool"] == "browser" for i in range(6, 11))
     assert all(steps[i]["is_error"] is False and steps[i]["output"] for i in range(5, 11))
     # FileSurfer that could not read its arguments: an error call without arguments, recorded

@@ -121,16 +121,17 @@ def _typed(head: str) -> tuple[str, str] | None:
     return body[:k], body[k + len("' into ") :]
 
 
-def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
-    """(tool, arguments) of a WebSurfer action report, or None for its other messages."""
+def _web_action(text: str) -> tuple[str, dict[str, Any], str | None] | None:
+    """(tool, arguments, URL of the page shown after it) of a WebSurfer action report, or None for its
+    other messages."""
     head = text.split("\n\n", 1)[0].strip()
     args: dict[str, Any]
     if typed := _typed(head):
         words, into = typed
         if into == _BARS[0] or _SEARCH_BOX_RE.fullmatch(into):
-            return "web_search", {"query": words}
+            return "web_search", {"query": words}, _shown_page(text)
         if into == _BARS[1]:
-            return "web_browser", {"action": "visit", "url": words}
+            return "web_browser", {"action": "visit", "url": words}, _shown_page(text)
         args = {"action": "type", "text": words, "field": into[1:-1]}
     elif m := _CLICKED_RE.fullmatch(head):
         what = m.group("what")
@@ -141,11 +142,15 @@ def _web_action(text: str) -> tuple[str, dict[str, Any]] | None:
         args = {"action": f"scroll_{m.group('dir')}"}
     else:
         return None
-    # the page line follows the report's first paragraph; a bounded window keeps a huge message with
-    # many unclosed `[` from costing a search per opening bracket over the whole text
-    if page := _PAGE_RE.search(text, 0, text.find("\n\n") + 4000 if "\n\n" in text else 4000):
-        args["page_url"] = page.group("url")
-    return "web_browser", args
+    return "web_browser", args, _shown_page(text)
+
+
+def _shown_page(text: str) -> str | None:
+    """The URL of the page a WebSurfer report ends on (`Here is a screenshot of [title](url)`). The page
+    line follows the report's first paragraph; a bounded window keeps a huge message with many unclosed
+    `[` from costing a search per opening bracket over the whole text."""
+    page = _PAGE_RE.search(text, 0, text.find("\n\n") + 4000 if "\n\n" in text else 4000)
+    return page.group("url") if page else None
 
 
 def _file_action(text: str) -> tuple[dict[str, Any] | None, bool] | None:
@@ -172,8 +177,9 @@ class WhoAndWhenAdapter(Adapter):
     runner = "who_and_when"
     extensions = (".json",)
     priority = 30
-    version = 3  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
-    # error, and a CaptainAgent terminal runs only the last message's code
+    version = 4  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
+    # error, and a CaptainAgent terminal runs only the last message's code; 4: a WebSurfer action's
+    # page_url is the page it acted on (the one its previous report showed), not the page it led to
     description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -216,6 +222,7 @@ class WhoAndWhenAdapter(Adapter):
         last_blocks: list[tuple[str, str]] | None = None
         last_blocks_at: int | None = None
         agents: list[str] = []
+        pages: dict[str, str] = {}  # per web surfer: the URL of the page its browser shows
         subset = "Algorithm-Generated" if "system_prompt" in d or "is_correct" in d else "Hand-Crafted"
         if path.parent.name in ("Hand-Crafted", "Algorithm-Generated"):
             subset = path.parent.name
@@ -255,12 +262,19 @@ class WhoAndWhenAdapter(Adapter):
             surfer = agent.lower()
             web = _web_action(text) if surfer in _WEB_SURFERS else None
             if web is not None:
+                tool_name, args, shown = web
+                # A click, a typed field, a scroll or the back button acts on the page the surfer's
+                # browser showed last (its previous report's page), not on the page it leads to.
+                if tool_name == "web_browser" and args["action"] != "visit" and pages.get(agent):
+                    args["page_url"] = pages[agent]
+                if shown:
+                    pages[agent] = shown
                 steps.append(
                     {
                         **base,
                         "kind": "tool_call",
-                        "tool_name": web[0],
-                        "arguments": web[1],
+                        "tool_name": tool_name,
+                        "arguments": args,
                         "output": text,
                         "is_error": False,
                     }
