@@ -350,7 +350,7 @@ def test_atif_summarization_continuation(lab: Lab) -> None:
         assert _edge(d, comp, first, "spawn")["rule"] == "compaction-agent"
         assert _edge(d, last, resume, "summary")["rule"] == "compaction-agent"
     answer = d.metrics["answer_step"]
-    assert steps[answer]["tool"] == "mark_task_complete"
+    assert steps[answer]["tool_name"] == "mark_task_complete" and steps[answer]["tool"] == "submit"
     hello = next(
         s["step_index"] for s in steps if "hello.txt" in (s["command"] or "") and ">" in s["command"]
     )
@@ -379,6 +379,21 @@ def test_who_and_when_peers_take_turns_in_one_thread(lab: Lab) -> None:
     assert not [e for e in d.edges if e["type"] in ("spawn", "return")]
     assert d.metrics["answer_step"] == len(steps) - 1 and agents[-1] == "Orchestrator"
     assert d.metrics["depth"] == len(steps)  # one conversation: every step one layer below the last
+
+
+@pytest.mark.skipif(
+    "who_and_when" not in {a.runner for a in adapters()}, reason="Who&When adapter not registered"
+)
+def test_who_and_when_click_uses_the_page_clicked_on(lab: Lab) -> None:
+    tid = _tid(lab, "who_and_when/Hand-Crafted/51.json")
+    steps = _steps(lab, tid)
+    d = load_dag(lab, tid)
+    # step 54 clicked through to TurboScribe; step 61 clicked "Start Transcribing for Free" on that page
+    # (and landed on Google's sign-in): 54's page is what 61 used, so 54 is no dead end
+    assert json.loads(steps[61]["arguments"])["target"] == "Start Transcribing for Free"
+    e = _edge(d, 54, 61, "data")
+    assert e["rule"] == "revealed-url" and e["artifact"].startswith("https://turboscribe.ai/?ref=")
+    assert not next(n for n in d.nodes if n["node_id"] == 54)["is_dead_end"]
 
 
 @pytest.mark.skipif(

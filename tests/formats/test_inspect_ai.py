@@ -228,7 +228,7 @@ def test_corpus_inspect(corpus_dir, tmp_path):
     steps = lab.read("steps").to_pylist()
     calls = [s for s in steps if s["kind"] == "tool_call"]
     assert len(calls) == 9 and all(c["output"] for c in calls)  # every call found its tool message
-    assert {c["tool"] for c in calls} == {"ls", "web_browser_go", "web_browser_click"}
+    assert {c["tool"] for c in calls} == {"ls", "browser"}  # Inspect's web_browser_go, web_browser_click
     orphans = [s for s in steps if s["kind"] == "tool_result"]
     assert len(orphans) == 11 and all(s["is_error"] for s in orphans)  # the error log has results only
 

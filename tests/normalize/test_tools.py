@@ -163,6 +163,28 @@ COMMANDS = [
     ("npx @biomejs/biome@1.9 check", "biome", ("biome",), "compute"),
     ("npm run build", "npm", ("npm",), "compute"),
     ("uv tool install ruff", "uv", ("uv",), "web"),
+    # from an audit of the corpus: an install gives way to an equally telling program run after it ...
+    ("pip install yt-dlp && yt-dlp -o v.mp4 https://youtu.be/x", "yt-dlp", ("pip", "yt-dlp"), "web"),
+    ("pip install -r requirements.txt && pytest -q", "pytest", ("pip", "pytest"), "compute"),
+    # ... but not to a less telling one, nor to another install
+    ("pip install foo; cat notes.txt", "pip", ("pip", "cat"), "web"),
+    ("pip install foo && npm install", "pip", ("pip", "npm"), "web"),
+    ("pip list && python run.py", "pip", ("pip", "python"), "compute"),
+    # mini-swe-agent hands in its work by printing its sentinel
+    (
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+        "submit",
+        ("echo", "git", "git"),
+        "compute",
+    ),
+    ("echo MINI_SWE_AGENT_FINAL_OUTPUT", "submit", ("echo",), "compute"),
+    ("echo COMPLETE_TASK", "echo", ("echo",), "compute"),
+    # Elixir's mix fetches dependencies with deps.get; its other tasks compute
+    ("mix deps.get 2>&1 | tail -5", "mix", ("mix", "tail"), "web"),
+    ("mix test", "mix", ("mix",), "compute"),
+    # OpenCV alone is image work; opening a video makes it video
+    ("python3 -c 'import cv2; print(cv2.imread(\"a.jpg\").shape)'", "python", ("python",), "image"),
+    ("python3 -c 'import cv2; cv2.VideoCapture(\"a.mp4\")'", "python", ("python",), "video"),
     ("", None, (), None),
 ]
 
@@ -222,6 +244,61 @@ CALLS = [
     (None, "ffmpeg -i a.mp4 b.wav", "ffmpeg", "audio", "ffmpeg -i a.mp4 b.wav"),
     ("exec_command", '{"cmd": "ffprobe a.mp4', "exec_command", "compute", None),
     ("bash", "{ ffprobe a.mp4; }", "ffprobe", "video", "{ ffprobe a.mp4; }"),
+    # runner tools named after an audit of the corpus
+    ("web_browser_go", {"url": "https://www.aisi.gov.uk/"}, "browser", "web", None),
+    ("web_browser_click", {"element_id": 151}, "browser", "web", None),
+    ("mark_task_complete", {}, "submit", "compute", None),
+    ("TaskOutput", {"task_id": "bd0afab", "block": True}, "poll", "compute", None),
+    ("ExitPlanMode", {"plan": "1. fix"}, "plan", "compute", None),
+    ("AskUserQuestion", {"questions": []}, "ask_user", "compute", None),
+    # AutoGen CaptainAgent's helper functions say what the Python does
+    (
+        "python",
+        {"code": "from functions import perform_web_search\nperform_web_search('q')"},
+        "python",
+        "web",
+        None,
+    ),
+    (
+        "python",
+        {"code": "from functions import optical_character_recognition as ocr\nocr('a.png')"},
+        "python",
+        "image",
+        None,
+    ),
+    # a code executor's blocks, shell and Python mixed: the most telling program of all of them
+    (
+        "execute_code",
+        {
+            "code_blocks": [
+                {"language": "sh", "code": "sudo apt-get install -y tesseract-ocr; pip install pytesseract"},
+                {"language": "python", "code": "import pytesseract\nfrom PIL import Image\nprint(1)"},
+            ]
+        },
+        "python",
+        "image",
+        None,
+    ),
+    (
+        "execute_code",
+        {
+            "code_blocks": [
+                {"language": "python", "code": "print(1)"},
+                {"language": "sh", "code": "ffprobe a.mp4"},
+            ]
+        },
+        "ffprobe",
+        "video",
+        None,
+    ),
+    ("execute_code", {"code_blocks": [{"language": "sh", "code": "pip install x"}]}, "pip", "web", None),
+    (
+        "execute_code",
+        {"code_blocks": [{"language": "r", "code": "1"}, "junk"]},
+        "execute_code",
+        "compute",
+        None,
+    ),
 ]
 
 

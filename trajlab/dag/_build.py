@@ -24,7 +24,6 @@ from ._analyze import analyze
 from ._index import OutputPatterns, ProducerIndex, WrittenCode
 from ._model import NODE_KINDS, StepDag
 from ._nodes import (
-    BACKGROUND_POLLS,
     EXIT_STATUS_RUNNERS,
     LAST_LINE_MAX,
     NO_RESULT_TOOLS,
@@ -35,6 +34,7 @@ from ._nodes import (
     modality,
     name_of,
     node_status,
+    polls_background,
 )
 from ._stepio import StepIO, step_io
 from ._structure import (
@@ -383,7 +383,7 @@ class _Builder:
                 _BACKGROUND
             ):  # Claude Code: `Command running in background with ID: x.`
                 self.background[out[len(_BACKGROUND) :].split(".", 1)[0].strip()] = i
-            elif self.nodes[i]["tool"] in BACKGROUND_POLLS:
+            elif polls_background(s):
                 self._task_poll(i, s.get("arguments"))
             if '"executes_step"' in meta:  # a code executor runs what an earlier message wrote
                 self._executes(i, meta)

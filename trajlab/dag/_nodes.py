@@ -107,7 +107,7 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
             return "error"
         if out and _page_failed(step, out):
             return "error"
-        if out and out[:1] == "<" and (step.get("tool") or "") in BACKGROUND_POLLS and _task_failed(out):
+        if out and out[:1] == "<" and polls_background(step) and _task_failed(out):
             return "error"
         if out is None or not out.strip():
             return "ok" if code == 0 or (out is None and step.get("tool") in FINISH_TOOLS) else "no-output"
@@ -203,6 +203,12 @@ _CODE_RUNNERS = frozenset(["execute_code", "python"])
 BACKGROUND_POLLS = frozenset(["taskoutput", "bashoutput"])
 """Claude Code's tools that fetch what a background command (`Command running in background with ID: x`)
 has printed so far, and at the end its status and exit code: polls of that command."""
+
+
+def polls_background(step: dict[str, Any]) -> bool:
+    """Is the step one of Claude Code's polls of a background command? By the runner's tool name: the
+    normalized tool (`poll` since rows v5) is shared with Codex's `write_stdin` polls."""
+    return (step.get("tool_name") or "").lower() in BACKGROUND_POLLS
 _TASK_EXIT = re.compile(r"<exit_code>(-?\d{1,6})</exit_code>")
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
+from ..normalize import SUBMIT_SENTINELS
 from ._model import STATE_GRADED_RUNNERS
 from ._nodes import FINISH_TOOLS, PARALLEL_GAP_S, SUMMARY_TEXT_MAX, ran_nothing, ts
 from ._stepio import StepIO
@@ -486,10 +487,6 @@ def _states_final(text: str | None, final: str) -> bool:
         return False
     k = text.rfind("FINAL ANSWER")
     return k >= 0 and final in text[k:]
-
-
-SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
-"""A shell command printing one of these hands in the result (mini-swe-agent); it is the answer step."""
 
 
 def _submits(command: str | None) -> bool:

@@ -11,7 +11,7 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 4
+ROWS_VERSION = 5
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -27,7 +27,14 @@ the DAG uses too): replacement strings are replaced (`parallel python x.py {} ::
 compute), several `:::` sources form their product (a command-less `parallel ::: ffprobe ::: a.mp4` lists
 ffprobe, not the file names), `:::+` links, `--onall` is a flag, `-s N`, `--jl FILE`, `--arg-sep` and
 bundled `-kj 4` take their values, and a source with no argument runs nothing.
-4: `open_local_file` (Magentic-One's FileSurfer) is a read, its modality taken from the path."""
+4: `open_local_file` (Magentic-One's FileSurfer) is a read, its modality taken from the path.
+5: from an audit of the corpus's tool names: an install gives way to an equally telling program after it
+(`pip install yt-dlp && yt-dlp URL` is yt-dlp); mini-swe-agent's `echo COMPLETE_TASK_AND_SUBMIT_...` is
+`submit`, as are Terminus's `mark_task_complete`; Claude Code's `TaskOutput`/`BashOutput` are `poll`s;
+Inspect's `web_browser_*` tools are `browser`; Claude Code's plan mode is `plan` and its questions `ask_user`; a code executor's `code_blocks` (AutoGen, Python and shell
+mixed) are analyzed; `import cv2` alone is image work (video needs `VideoCapture`, `VideoWriter`...);
+CaptainAgent's helper functions (`perform_web_search`, `optical_character_recognition`...) give Python
+their modality; `mix deps.get` installs (web)."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)

@@ -11,7 +11,8 @@ Tool outputs of unified exec and `shell_command` start with a harness header ("C
 `duration_s` and `output` keeps the body. Unified exec (`exec_command` + `write_stdin`) runs a command
 in a PTY session that later `write_stdin` calls poll: a still-running call gets the command's
 aggregated output and exit code from `exec_command_end`, and a poll step records the call it polls in
-`metadata.polls` and inherits its tool and modality. There is no success signal: the outcome is `unknown`.
+`metadata.polls` and inherits its programs and modality; its tool is `poll` (`write_stdin` when it types
+characters). There is no success signal: the outcome is `unknown`.
 """
 
 from __future__ import annotations

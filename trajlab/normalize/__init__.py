@@ -1,6 +1,6 @@
 """Tool normalization: which real program a call ran, and which modality it touched."""
 
-from ._lexicon import AUDIO_EXT, IMAGE_EXT, RUNNER_TOOLS, SHELL_TOOLS, VIDEO_EXT
+from ._lexicon import AUDIO_EXT, IMAGE_EXT, RUNNER_TOOLS, SHELL_TOOLS, SUBMIT_SENTINELS, VIDEO_EXT
 from ._parallel import PARALLEL_MAX_JOBS, ParallelJobs, parallel_jobs
 from ._resolve import CONTAINER_RUNNERS, LOOKED_THROUGH, program_name, resolve
 from ._shell import ParsedShell, SimpleCommand, parse_shell
@@ -14,6 +14,7 @@ __all__ = [
     "PARALLEL_MAX_JOBS",
     "RUNNER_TOOLS",
     "SHELL_TOOLS",
+    "SUBMIT_SENTINELS",
     "VIDEO_EXT",
     "ParallelJobs",
     "ParsedShell",

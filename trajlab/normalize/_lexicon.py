@@ -26,14 +26,16 @@ GIT_WEB_VERBS = _set("clone fetch pull push ls-remote submodule")
 GIT_OPTIONS_WITH_VALUE = _set("-C -c --git-dir --work-tree --namespace --config-env --super-prefix")
 INSTALLERS = _set(
     "pip apt npm yarn pnpm bun conda mamba micromamba brew cargo gem uv apk dnf yum poetry pdm pipx pipenv "
-    "rye pixi"
+    "rye pixi mix"
 )
 # Environment managers whose `activate`/`deactivate`/`shell ...`/`init` only set up the shell, like
 # `cd` or `source venv/bin/activate`: the program run afterwards is the tool (`conda shell.bash hook`
 # is a `shell.*` verb).
 ENV_MANAGERS = _set("conda mamba micromamba")
 ENV_SETUP_VERBS = _set("activate deactivate shell init")
-INSTALL_VERBS = _set("install add i download update upgrade sync")
+INSTALL_VERBS = _set("install add i download update upgrade sync deps.get")  # `mix deps.get` (Elixir)
+SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+"""A shell command printing one of these hands in the result (mini-swe-agent): the call is a `submit`."""
 INTERPRETERS = _set("python node deno bun ruby perl php julia r rscript lua java go bc dc awk jq")
 BUILD_TOOLS = _set("pytest make cmake cargo gcc g++ clang javac tsc mvn gradle")
 FILE_PROGRAMS = _set(
@@ -264,9 +266,23 @@ PY_IMPORT_MODALITY = [
         ),
         "audio",
     ),
-    (re.compile(r"\b(cv2|moviepy|decord|imageio_ffmpeg|VideoCapture|ffmpeg)\b"), "video"),
-    (re.compile(r"\b(PIL|pytesseract|easyocr|skimage|Image\.open)\b"), "image"),
-    (re.compile(r"\b(requests|urllib|httpx|aiohttp|bs4|selenium|playwright)\b"), "web"),
+    # OpenCV reads images as often as videos: it is video only when the code opens or writes a video
+    (re.compile(r"\b(moviepy|decord|imageio_ffmpeg|VideoCapture|VideoWriter|ffmpeg)\b"), "video"),
+    # the image helpers of AutoGen's CaptainAgent `functions` module are image work too
+    (
+        re.compile(
+            r"\b(cv2|PIL|pytesseract|easyocr|skimage|Image\.open|optical_character_recognition|image_qa)\b"
+        ),
+        "image",
+    ),
+    # ... and its web helpers (search, Wikipedia tables, arXiv, YouTube captions and downloads) web access
+    (
+        re.compile(
+            r"\b(requests|urllib|httpx|aiohttp|bs4|selenium|playwright|perform_web_search|scrape_wikipedia_tables"
+            r"|arxiv_search|arxiv_download|get_youtube_caption|youtube_download)\b"
+        ),
+        "web",
+    ),
 ]
 EXT_RE = re.compile(r"\.([A-Za-z0-9]{2,5})(?:$|[\"'\s:?#)\]])")
 
@@ -309,6 +325,15 @@ RUNNER_TOOLS: dict[str, tuple[str, str | None]] = {
     "browse": ("browser", "web"),
     "browser": ("browser", "web"),
     "web_browser": ("browser", "web"),
+    # Inspect AI's browser tools
+    "web_browser_go": ("browser", "web"),
+    "web_browser_click": ("browser", "web"),
+    "web_browser_type": ("browser", "web"),
+    "web_browser_type_submit": ("browser", "web"),
+    "web_browser_scroll": ("browser", "web"),
+    "web_browser_back": ("browser", "web"),
+    "web_browser_forward": ("browser", "web"),
+    "web_browser_refresh": ("browser", "web"),
     "view_image": ("image_read", "image"),
     "image_read": ("image_read", "image"),
     "read_image": ("image_read", "image"),
@@ -319,8 +344,18 @@ RUNNER_TOOLS: dict[str, tuple[str, str | None]] = {
     "todowrite": ("todo", "compute"),
     "update_plan": ("todo", "compute"),
     "think": ("think", "compute"),
+    # Claude Code's plan mode and questions to the user: the agent's own bookkeeping, like a todo list
+    "exitplanmode": ("plan", "compute"),
+    "enterplanmode": ("plan", "compute"),
+    "askuserquestion": ("ask_user", "compute"),
     "finish": ("submit", "compute"),
     "submit": ("submit", "compute"),
+    "mark_task_complete": ("submit", "compute"),  # Terminus
+    "task_complete": ("submit", "compute"),
+    # Claude Code's waits on a background command (`TaskOutput`, formerly `BashOutput`): like Codex's
+    # `write_stdin` polls
+    "taskoutput": ("poll", "compute"),
+    "bashoutput": ("poll", "compute"),
     "python": ("python", "compute"),
     "execute_python": ("python", "compute"),
     "run_ipython": ("python", "compute"),

@@ -63,6 +63,7 @@ from ._lexicon import (
     RUNNER_TOOLS,
     SHELL_TOOLS,
     SHELLS,
+    SUBMIT_SENTINELS,
     TRIVIAL,
     VIDEO_EXT,
     VIDEO_PROGRAMS,
@@ -200,10 +201,37 @@ def _rank(prog: str, args: list[str]) -> int:
     return 2
 
 
-@lru_cache(maxsize=65_536)
-def analyze_command(command: str) -> ToolInfo:
-    """Programs, main tool and modality of a shell command line."""
-    resolved: list[tuple[str, list[str], list[str], bool]] = []  # (prog, args, heredocs, has redirect)
+def _main_program(progs: list[tuple[str, list[str]]]) -> tuple[int, int]:
+    """(index, rank) of the most telling of a command line's programs: the lowest rank, the first of
+    equals, except that an install gives way to an equally telling program after it (in `pip install
+    yt-dlp && yt-dlp URL` the work is yt-dlp's). Writing a script with `cat > f <<EOF` is preparation:
+    the program that runs it is the tool."""
+    best, best_rank = 0, _rank(progs[0][0], progs[0][1])
+    for i in range(1, len(progs)):
+        if best_rank == 0:
+            break
+        prog, args = progs[i]
+        k = _rank(prog, args)
+        if k < best_rank or (
+            k == best_rank
+            and progs[best][0] in INSTALLERS
+            and prog not in INSTALLERS
+            and _installs(progs[best])
+        ):
+            best, best_rank = i, k
+    return best, best_rank
+
+
+def _installs(prog_args: tuple[str, list[str]]) -> bool:
+    return any(a in INSTALL_VERBS for a in prog_args[1][:3])
+
+
+_Resolved = tuple[str, list[str], list[str], bool]
+"""A program of a command line: (program, arguments, heredoc bodies, has a redirect)."""
+
+
+def _resolve_line(command: str) -> list[_Resolved]:
+    resolved: list[_Resolved] = []
     parsed = parse_shell(command)
     functions = parsed.functions  # calls of a function defined in the line are not programs
     for sc in parsed.commands:
@@ -215,24 +243,28 @@ def analyze_command(command: str) -> ToolInfo:
             for sc2 in parse_shell(sub).commands:
                 for prog, args in resolve(sc2.argv):
                     resolved.append((prog, args, sc2.heredocs, bool(sc2.redirects)))
+    return resolved
+
+
+def _modality_of(resolved: list[_Resolved], best: int) -> str:
+    prog, args, _, redirected = resolved[best]
+    if prog in TRIVIAL:
+        return "file" if redirected else "compute"
+    script = "\n".join(h for r in resolved for h in r[2]) if any(r[2] for r in resolved) else None
+    return _program_modality(prog, args, script)
+
+
+@lru_cache(maxsize=65_536)
+def analyze_command(command: str) -> ToolInfo:
+    """Programs, main tool and modality of a shell command line."""
+    resolved = _resolve_line(command)
     programs = tuple(r[0] for r in resolved)
     if not resolved:
         return ToolInfo(None, programs, None, command)
-    # Writing a script with `cat > f <<EOF` is preparation: the program that runs it is the tool.
-    best, best_rank = resolved[0], _rank(resolved[0][0], resolved[0][1])
-    for r in resolved[1:]:
-        if best_rank == 0:
-            break
-        k = _rank(r[0], r[1])
-        if k < best_rank:
-            best, best_rank = r, k
-    prog, args, _, redirected = best
-    script = "\n".join(h for r in resolved for h in r[2]) if any(r[2] for r in resolved) else None
-    if prog in TRIVIAL:
-        modality = "file" if redirected else "compute"
-    else:
-        modality = _program_modality(prog, args, script)
-    return ToolInfo(prog, programs, modality, command)
+    if any(r[0] == "echo" and any(a in SUBMIT_SENTINELS for a in r[1]) for r in resolved):
+        return ToolInfo("submit", programs, "compute", command)
+    best, _ = _main_program([(r[0], r[1]) for r in resolved])
+    return ToolInfo(resolved[best][0], programs, _modality_of(resolved, best), command)
 
 
 def _command_from_args(args: dict[str, Any]) -> str | None:
@@ -287,6 +319,37 @@ def _editor_call(low: str, argd: dict[str, Any], text: str | None) -> ToolInfo:
     return ToolInfo(tool, (), modality, None)
 
 
+_SHELL_LANGS = frozenset(["sh", "bash", "shell", "console", "zsh"])
+_PYTHON_LANGS = frozenset(["python", "py", "python3", "ipython", ""])
+
+
+def _code_blocks_call(blocks: list[Any]) -> ToolInfo:
+    """A code executor's run of a message's code blocks (AutoGen's `{"code_blocks": [{"language",
+    "code"}]}`, Python and shell mixed): its programs in order, the main one picked as for one command
+    line (a Python block is `python`, its modality from its imports)."""
+    progs: list[tuple[str, list[str]]] = []
+    modality_at: list[tuple[list[_Resolved], int] | str] = []  # a shell program's line, or a modality
+    for blk in blocks[:20]:
+        if not isinstance(blk, dict) or not isinstance(blk.get("code"), str):
+            continue
+        lang = str(blk.get("language") or "").lower()
+        code: str = blk["code"]
+        if lang in _SHELL_LANGS:
+            resolved = _resolve_line(code)
+            for j, r in enumerate(resolved):
+                progs.append((r[0], r[1]))
+                modality_at.append((resolved, j))
+        elif lang in _PYTHON_LANGS:
+            progs.append(("python", []))
+            modality_at.append(_code_modality(code) or "compute")
+    if not progs:
+        return ToolInfo("execute_code", (), "compute", None)
+    best, _ = _main_program(progs)
+    m = modality_at[best]
+    modality = m if isinstance(m, str) else _modality_of(m[0], m[1])
+    return ToolInfo(progs[best][0], tuple(p for p, _ in progs), modality, None)
+
+
 def normalize_call(tool_name: str | None, args: Any) -> ToolInfo:
     """Normalize a runner tool call given its name and arguments (a dict, an argv list, a command line
     string, or the arguments as a JSON string). A name that is not a string (damaged input: `true`,
@@ -317,6 +380,8 @@ def _normalize(tool_name: str | None, args: Any, json_string: bool = True) -> To
         command_text = None
     if low in EDITOR_TOOLS:
         return _editor_call(low, argd, args if isinstance(args, str) else None)
+    if isinstance(argd.get("code_blocks"), list) and command_text is None:
+        return _code_blocks_call(argd["code_blocks"])
     if low in SHELL_TOOLS or (command_text and low not in RUNNER_TOOLS):
         if command_text:
             return analyze_command(command_text)
