@@ -19,6 +19,17 @@ STORED = [
     ("ffmpeg", ["ffmpeg"], "video", "ffmpeg -i a.mp4 f%03d.png", "compute:code"),
     ("mystery_audio", [], "audio", None, "compute:code"),
     ("image_read", [], "image", None, "file:tool"),
+    # a file tool's read of an audio file (Magentic-One's FileSurfer on an .mp3) handles a file
+    ("read", [], "audio", None, "file:tool"),
+    ("plan", [], "compute", None, "other:agent"),
+    ("ask_user", [], "compute", None, "other:agent"),
+    (
+        "submit",
+        ["echo", "git"],
+        "compute",
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff",
+        "other:agent",
+    ),
     ("read", [], "file", None, "file:tool"),
     ("cat", ["cat"], "file", "cat a.txt", "file:tool"),
     ("docker", ["docker"], "compute", "docker ps", "compute:other"),

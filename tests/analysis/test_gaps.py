@@ -267,9 +267,9 @@ def test_a_benchmark_of_failures_only_is_named_as_a_confounder(builder):
     lab = builder.build()
     res = gaps(lab, n_boot=10, progress=False)
     assert [n for n in res.notes if "markers" in n] == [
-        "benchmark 'failures-only': all 8 of its trajectories failed (50% of those with an outcome), so the "
+        "benchmark 'failures-only': all 8 of its trajectories failed (73% of the 11 failures), so the "
         "tools it uses show up as failure markers here; compare within each benchmark with --by benchmark",
-        "runner 'ww': all 8 of its trajectories failed (50% of those with an outcome), so the tools it uses "
+        "runner 'ww': all 8 of its trajectories failed (73% of the 11 failures), so the tools it uses "
         "show up as failure markers here; compare within each runner with --by runner",
     ]
     assert _rows(res)["browser"]["gap"] < 0  # the confounded finding the note warns about
@@ -279,6 +279,25 @@ def test_a_benchmark_of_failures_only_is_named_as_a_confounder(builder):
     assert one_outcome_sources(lab, ["model"])[0].startswith("model='m1', benchmark 'failures-only': all 8")
     # one benchmark with both outcomes: nothing to say
     assert one_outcome_sources(lab, ["benchmark", "runner"]) == []
+
+
+def test_a_source_is_a_confounder_by_its_share_of_its_outcome(builder):
+    """The corpus lab's case: 10 chat-log runs, all succeeded, are 8% of 119 runs with an outcome but
+    43% of the 23 successes, and their editor tools read as success markers: named by the share of the
+    successes, not of all runs."""
+    from trajlab.analysis import one_outcome_sources
+
+    for i in range(10):
+        builder.traj(f"c{i}", "success", runner="chat")
+        builder.call(f"c{i}", "edit")
+    for i in range(109):
+        builder.traj(f"o{i}", "success" if i < 13 else "failure", runner="other")
+        builder.call(f"o{i}", "ls")
+    notes = one_outcome_sources(builder.build())
+    assert notes == [
+        "runner 'chat': all 10 of its trajectories succeeded (43% of the 23 successes), so the tools it uses "
+        "show up as success markers here; compare within each runner with --by runner"
+    ]
 
 
 def test_no_tool_calls(builder):
@@ -364,3 +383,14 @@ def test_bootstrap_matches_explicit_resampling(monkeypatch, dense_cells):
             assert weights[b].sum() == 30
             assert shares[b] == pytest.approx(sample.sum(0) / sample.sum())
             assert usage[b] == pytest.approx((sample > 0).mean(0))
+
+
+def test_no_interval_from_a_single_trajectory_of_an_outcome(builder):
+    """Terminal-Bench in the corpus: one resolved and one failed trial. Every resample is the same
+    trajectory, so the interval would be [gap, gap]: shown as no interval instead."""
+    builder.traj("s", "success").traj("f", "failure")
+    for t in ("s", "f"):
+        builder.call(t, "ls"), builder.call(t, "cat")
+    (row, *_) = gaps(builder.build(), n_boot=50, progress=False).table.to_pylist()
+    assert row["gap"] == 0.0
+    assert all(row[c] is None for c in ("gap_ci_low", "gap_ci_high", "usage_gap_ci_low", "usage_gap_ci_high"))

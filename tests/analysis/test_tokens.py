@@ -44,6 +44,32 @@ def test_tokens_accuracy_and_pareto(builder):
     assert [r["model"] for r in res.table.to_pylist()] == ["A", "B", "C", "D"]  # by tokens
 
 
+def test_runs_of_unknown_outcome_count_in_no_token_per_solve_figure(builder):
+    """The corpus lab's case: runs with no outcome but many tokens (Codex, Claude Code sessions) had
+    their tokens added to the successes' bill, and a group whose successes record no tokens took its
+    token mean from the unknown runs and its accuracy from the others: a false Pareto point."""
+    builder.traj("s1", "success", model="A", total_tokens=100)
+    builder.traj("f1", "failure", model="A", total_tokens=300)
+    builder.traj("u1", "unknown", model="A", total_tokens=1_000_000)
+    # B: successes without token counts, tokens only on a run of unknown outcome
+    builder.traj("s2", "success", model="B").traj("s3", "success", model="B")
+    builder.traj("u2", "unknown", model="B", total_tokens=300)
+    rows = {r["model"]: r for r in token_efficiency(builder.build(), by="model").table.to_pylist()}
+    a, b = rows["A"], rows["B"]
+    assert a["tokens_per_solved"] == 400  # (100 + 300) / 1, not (100 + 300 + 1M) / 1
+    assert (a["n_scored"], a["n_scored_success"], a["scored_accuracy"], a["scored_tokens"]) == (
+        2,
+        1,
+        0.5,
+        200,
+    )
+    assert a["total_tokens"] == pytest.approx(1_000_400 / 3)  # the plain mean keeps every run with counts
+    assert b["accuracy"] == 1.0 and b["total_tokens"] == 300  # each over its own runs ...
+    assert (b["n_scored"], b["scored_accuracy"], b["tokens_per_solved"]) == (0, None, None)
+    assert b["pareto"] is False  # ... so they make no point together
+    assert a["pareto"] is True
+
+
 def test_default_grouping_is_model_harness_effort(builder):
     builder.traj("x", "success", model="M", harness="h", reasoning_effort="high", total_tokens=10)
     builder.traj("y", "failure", model="M", harness="h", reasoning_effort="low", total_tokens=5)

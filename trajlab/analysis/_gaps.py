@@ -115,7 +115,8 @@ def gaps(
       trajectories with that outcome; `usage_gap` = usage_success - usage_failure, where usage is the
       share of trajectories calling the tool at least once.
     - `gap_ci_*` / `usage_gap_ci_*`: percentile bootstrap intervals at level 1 - alpha, from `n_boot`
-      replicates that resample trajectories (not calls) with replacement within each outcome.
+      replicates that resample trajectories (not calls) with replacement within each outcome; NaN when
+      an outcome has fewer than 2 trajectories in the group (its resamples could not vary).
     - `p_value`: two-sided Fisher exact test on per-trajectory usage (`test="fisher"`), or a permutation
       test of the call-share gap that shuffles outcomes over trajectories (`test="permutation"`).
       `favors` is the direction of the tested quantity (usage_gap for Fisher, gap for permutation):
@@ -200,8 +201,9 @@ CONFOUNDERS = ("benchmark", "runner")
 
 def one_outcome_sources(lab: LabLike, by: Iterable[str] = (), min_share: float = 0.1) -> list[str]:
     """Notes on benchmarks and runners whose trajectories all have the same outcome and make at least
-    `min_share` of those with an outcome in their group (and 5 or more): in pooled gaps the tools
-    such a source uses stand for the source, not for success or failure. Checked within each group of
+    `min_share` of that outcome's trajectories in their group (and 5 or more): in pooled gaps the tools
+    such a source uses stand for the source, not for success or failure. A source of 10 successes is a
+    confounder among 23 successes, however many failures the group has. Checked within each group of
     `by`, and not at all for a column the gaps are grouped by."""
     by = tuple(by)
     keys = "".join(f"{c}, " for c in by)
@@ -219,16 +221,23 @@ def one_outcome_sources(lab: LabLike, by: Iterable[str] = (), min_share: float =
             groups.setdefault(tuple(r[c] for c in by), []).append(r)
         for g, rows in groups.items():
             total = sum(r["_n"] for r in rows)
-            if len(rows) < 2 or not 0 < sum(r["_s"] for r in rows) < total:
+            successes = sum(r["_s"] for r in rows)
+            if len(rows) < 2 or not 0 < successes < total:
                 continue  # one value only, or one outcome in the whole group: nothing is mixed
             where = "".join(f"{c}={v!r}, " for c, v in zip(by, g))
             for r in sorted(rows, key=lambda r: -r["_n"]):
-                if r["_n"] >= max(5, min_share * total) and r["_s"] in (0, r["_n"]):
-                    what, marker = ("failed", "failure") if r["_s"] == 0 else ("succeeded", "success")
+                if r["_s"] not in (0, r["_n"]):
+                    continue
+                failed = r["_s"] == 0
+                of_class = total - successes if failed else successes
+                if r["_n"] >= max(5, min_share * of_class):
+                    what, marker, plural = (
+                        ("failed", "failure", "failures") if failed else ("succeeded", "success", "successes")
+                    )
                     notes.append(
                         f"{where}{col} {r['_v']!r}: all {r['_n']} of its trajectories {what} "
-                        f"({r['_n'] / total:.0%} of those with an outcome), so the tools it uses show up "
-                        f"as {marker} markers here; compare within each {col} with --by {col}"
+                        f"({r['_n'] / of_class:.0%} of the {of_class} {plural}), so the tools it uses "
+                        f"show up as {marker} markers here; compare within each {col} with --by {col}"
                     )
     return notes
 
@@ -322,7 +331,9 @@ def _compute(
         k = len(tools_here)
         nan = np.full(k, np.nan)
         both = n_s > 0 and n_f > 0
-        if both and n_boot > 0:
+        # a resample of a single trajectory is that trajectory: with one run of an outcome the replicates
+        # cannot vary, and a zero-width interval would read as an exact gap
+        if n_s >= 2 and n_f >= 2 and n_boot > 0:
             bs_share_s, bs_use_s = bootstrap_rates(c_s, n_boot, rng)
             bs_share_f, bs_use_f = bootstrap_rates(c_f, n_boot, rng)
             gap_lo, gap_hi = percentile_interval(bs_share_s - bs_share_f, alpha)

@@ -53,7 +53,9 @@ def accuracy_tokens_pareto(
             raise ConfigError(f"{k}={v!r} must be one of the grouping columns ({', '.join(cols) or 'none'})")
     res = analysis.token_efficiency(open_lab(lab), by=cols)
     params = {**res.params, "by": cols, **enc, "log_x": log_x, "ci": ci}
-    rows = [r for r in res.table.to_pylist() if r["accuracy"] is not None and r["total_tokens"] is not None]
+    # a point is a group's accuracy and mean tokens over the same runs: those with both an outcome and
+    # token counts (`scored_*`)
+    rows = [r for r in res.table.to_pylist() if r["scored_accuracy"] is not None]
     if res.missing or not rows:
         reason = "; ".join(res.missing) or "no group has both token counts and outcomes"
         out = skipped(name, title, reason, width, sql=res.sql, params=params, analysis="token_efficiency")
@@ -61,17 +63,17 @@ def accuracy_tokens_pareto(
         return out
     data_rows: list[dict[str, Any]] = []
     for r, label in zip(rows, group_labels(rows, cols)):
-        lo, hi = wilson(r["n_success"], r["n_success"] + r["n_failure"])
+        lo, hi = wilson(r["n_scored_success"], r["n_scored"])
         data_rows.append(
             {
                 **{c: r[c] for c in cols},
                 "group": label,
-                "total_tokens": r["total_tokens"],
-                "accuracy": r["accuracy"],
+                "total_tokens": r["scored_tokens"],
+                "accuracy": r["scored_accuracy"],
                 "ci_low": lo,
                 "ci_high": hi,
-                "n_success": r["n_success"],
-                "n_failure": r["n_failure"],
+                "n_success": r["n_scored_success"],
+                "n_failure": r["n_scored"] - r["n_scored_success"],
                 "n_traj": r["n_traj"],
                 "tokens_per_solved": r["tokens_per_solved"],
                 "pareto": bool(r["pareto"]),

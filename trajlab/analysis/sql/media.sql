@@ -19,7 +19,8 @@
 --                                context size independent of how many turns a run took
 --   prompt_per_call_vs_tools     prompt_per_call / that of the `tools` runs of the same group (NULL
 --                                when the group has none): above 1 means feeding media cost more context
---   tokens_per_solved            all tokens of the strategy's runs with token counts / their successes
+--   tokens_per_solved            all tokens of the strategy's runs with token counts and a known outcome /
+--                                their successes (runs of unknown outcome are neither)
 --
 -- @param raw_tools=image_read comma-separated tools that put media into the model's context
 -- {{by}} grouping columns followed by a comma (`domain,`), or nothing
@@ -76,8 +77,8 @@ groups AS (
         avg(input_tokens) AS prompt_tokens,
         avg(total) AS total_tokens,
         sum(step_prompt) / nullif(sum(n_model_calls), 0) AS prompt_per_call,
-        sum(total) / nullif(count(*) FILTER (WHERE outcome = 'success' AND total IS NOT NULL), 0)
-            AS tokens_per_solved
+        sum(total) FILTER (WHERE outcome IN ('success', 'failure'))
+            / nullif(count(total) FILTER (WHERE outcome = 'success'), 0) AS tokens_per_solved
     FROM traj
     GROUP BY ALL
 )

@@ -8,10 +8,16 @@
 --   accuracy                   n_success / (n_success + n_failure); NULL when no outcome is known
 --   prompt_tokens ... total_tokens   mean per trajectory over the trajectories that record them
 --                              (total = the runner's total, else prompt + completion)
---   tokens_per_solved          all tokens spent by trajectories with token counts / how many of them succeeded
+--   n_scored, n_scored_success trajectories with both a known outcome and token counts, and their successes
+--   scored_accuracy            n_scored_success / n_scored
+--   scored_tokens              mean total tokens over those n_scored trajectories
+--   tokens_per_solved          all tokens spent by the n_scored trajectories / n_scored_success (a run whose
+--                              outcome is unknown is neither a solve nor an attempt that failed: left out)
 --   cost_per_solved            the same for cost_usd, when recorded
---   pareto                     no other group has both fewer mean total tokens per trajectory and at least
---                              the accuracy (one of the two strictly better)
+--   pareto                     no other group has both fewer scored_tokens and at least the scored_accuracy
+--                              (one of the two strictly better). Accuracy and tokens come from the same
+--                              trajectories, so a group whose successes have no token counts and whose
+--                              token counts have no outcome is no point at all
 --
 -- {{by}} grouping columns followed by a comma (`model, harness,`), or nothing
 WITH traj AS (
@@ -22,7 +28,8 @@ WITH traj AS (
         reasoning_tokens,
         cached_tokens,
         coalesce(total_tokens, input_tokens + coalesce(output_tokens, 0), output_tokens) AS total,
-        cost_usd
+        cost_usd,
+        outcome IN ('success', 'failure') AS known
     FROM trajectories
 ),
 groups AS (
@@ -37,18 +44,21 @@ groups AS (
         avg(reasoning_tokens) AS reasoning_tokens,
         avg(cached_tokens) AS cached_tokens,
         avg(total) AS total_tokens,
-        sum(total) / nullif(count(*) FILTER (WHERE outcome = 'success' AND total IS NOT NULL), 0)
-            AS tokens_per_solved,
-        sum(cost_usd) / nullif(count(*) FILTER (WHERE outcome = 'success' AND cost_usd IS NOT NULL), 0)
-            AS cost_per_solved
+        count(total) FILTER (WHERE known) AS n_scored,
+        count(total) FILTER (WHERE outcome = 'success') AS n_scored_success,
+        n_scored_success / nullif(n_scored, 0) AS scored_accuracy,
+        avg(total) FILTER (WHERE known) AS scored_tokens,
+        sum(total) FILTER (WHERE known) / nullif(n_scored_success, 0) AS tokens_per_solved,
+        sum(cost_usd) FILTER (WHERE known)
+            / nullif(count(cost_usd) FILTER (WHERE outcome = 'success'), 0) AS cost_per_solved
     FROM traj
     GROUP BY ALL
 )
 SELECT g.*,
-    g.accuracy IS NOT NULL AND g.total_tokens IS NOT NULL AND NOT EXISTS (
+    g.scored_accuracy IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM groups o
-        WHERE o.total_tokens <= g.total_tokens AND o.accuracy >= g.accuracy
-          AND (o.total_tokens < g.total_tokens OR o.accuracy > g.accuracy)
+        WHERE o.scored_tokens <= g.scored_tokens AND o.scored_accuracy >= g.scored_accuracy
+          AND (o.scored_tokens < g.scored_tokens OR o.scored_accuracy > g.scored_accuracy)
     ) AS pareto
 FROM groups g
 -- ties in tokens: the more accurate group first, then the group columns, so the order is the same every run
