@@ -69,6 +69,7 @@ def test_no_rows_and_max_rows(fmt: str) -> None:
     text = tabular.render(many, fmt, max_rows=3)
     if fmt in ("table", "markdown"):
         assert "9" not in text.split("...")[0]
+        assert text.splitlines()[-1].strip("_") == "... 7 more rows"  # cut short, and says so
     else:
         assert "9" in text  # files and machine formats get every row
 
@@ -148,3 +149,14 @@ def test_csv_quotes_a_field_with_a_bare_carriage_return(tmp_path):
     con = duckdb.connect()
     con.execute("CREATE TABLE c AS SELECT * FROM read_csv(?, header=true)", [str(path)])
     assert con.execute("SELECT x FROM c ORDER BY n").fetchall() == [("a\rb",), ("plain",)]
+
+
+def test_write_needs_a_known_suffix_or_a_format(tmp_path) -> None:
+    from trajlab.errors import ConfigError
+
+    t = pa.table({"x": [1]})
+    with pytest.raises(ConfigError, match=r"out\.txt: cannot tell the format from the suffix '\.txt'"):
+        tabular.write(t, tmp_path / "out.txt")
+    assert not (tmp_path / "out.txt").exists()
+    assert tabular.write(t, tmp_path / "out.txt", "csv").read_text() == "x\n1\n"
+    assert tabular.write(t, tmp_path / "OUT.JSON").read_text().startswith("[")

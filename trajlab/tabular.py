@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .errors import ConfigError
 from .fsutil import atomic_write_text, atomic_write_with
 from .textsafe import show_controls
 
@@ -141,6 +142,8 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
         head = [_md_cell(_cell(c)) for c in cols]
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in cols) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in esc]
+        if max_rows is not None and t.num_rows > max_rows:
+            lines += ["", f"_... {t.num_rows - max_rows} more rows_"]
         return "\n".join(lines)
     if fmt == "table":
         cols = [_cell(c) for c in cols]
@@ -154,16 +157,19 @@ def render(table: Any, fmt: str = "table", max_width: int = 60, max_rows: int | 
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
+SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet", ".md": "markdown"}
+
+
 def write(table: Any, path: str | Path, fmt: str | None = None) -> Path:
     """Write a result to a file; the format comes from `fmt` or the suffix (.csv .json .jsonl .parquet .md)."""
     p = Path(path)
-    fmt = fmt or {
-        ".csv": "csv",
-        ".json": "json",
-        ".jsonl": "jsonl",
-        ".parquet": "parquet",
-        ".md": "markdown",
-    }.get(p.suffix.lower(), "csv")
+    if fmt is None:
+        fmt = SUFFIX_FORMATS.get(p.suffix.lower())
+        if fmt is None:
+            raise ConfigError(
+                f"{p}: cannot tell the format from the suffix {p.suffix or '(none)'!r}: name the file "
+                f"{', '.join(SUFFIX_FORMATS)}, or give the format (--format)"
+            )
     t = to_arrow(table)
     p.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":

@@ -68,3 +68,15 @@ def test_sql_repeated_column_names_keep_their_values(lab: str, tmp_path: Path) -
     out = tmp_path / "r.csv"
     run("sql", lab, q, "--out", str(out))
     assert out.read_text().splitlines() == ["a,a_1,a_1_1", "1,2,3"]
+
+
+def test_sql_runs_one_statement_and_names_an_unknown_output_suffix(lab: str, tmp_path: Path) -> None:
+    # several statements: DuckDB would return the last one's rows only
+    msg = fails("sql", lab, "SELECT 1; SELECT 2")
+    assert "run one statement at a time (got 2)" in msg
+    assert run("sql", lab, "SELECT 1 AS x;", "--format", "csv").stdout == "x\n1\n"
+    # -o with a suffix that names no format: an error, not CSV under another name
+    msg = fails("sql", lab, "SELECT 1 AS x", "-o", str(tmp_path / "out.txt"))
+    assert "cannot tell the format from the suffix '.txt'" in msg and not (tmp_path / "out.txt").exists()
+    r = run("sql", lab, "SELECT 1 AS x", "-o", str(tmp_path / "out.txt"), "--format", "csv")
+    assert r.code == 0 and (tmp_path / "out.txt").read_text() == "x\n1\n"

@@ -174,7 +174,8 @@ def statement_name(kind: str) -> str:
     return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} statement"
 
 
-def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    """Raise QueryError unless every statement of `sql` only reads; the number of statements."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as e:
@@ -198,13 +199,17 @@ def check_readonly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
             if m is None or not m.group(1).strip():
                 raise QueryError("only read-only queries are allowed (EXPLAIN of an unrecognized statement)")
             check_readonly(con, m.group(1))
+    return len(statements)
 
 
 def run_readonly(
     con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None
 ) -> duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection:
-    """Execute user SQL read-only; DuckDB's error message plus the view names on failure."""
-    check_readonly(con, sql)
+    """Execute user SQL read-only; DuckDB's error message plus the view names on failure. One statement
+    only: of several, DuckDB returns the last one's rows and the others' would be silently lost."""
+    n = check_readonly(con, sql)
+    if n > 1:
+        raise QueryError(f"run one statement at a time (got {n}): only the last one's rows would be shown")
     try:
         rel = con.sql(sql, params=params) if params is not None else con.sql(sql)
         return rel if rel is not None else con.execute("SELECT NULL WHERE false")
