@@ -210,3 +210,20 @@ def test_an_executor_run_of_code_blocks_reads_and_writes_what_its_blocks_do() ->
     read = r.call("execute_code", {"code_blocks": [{"language": "python", "code": code}]}, output="done")
     d = r.dag()
     assert (unzip, read, "data") in edge_set(d, "data")
+
+
+def test_a_question_with_an_expected_answer_hands_in_no_files() -> None:
+    # Who&When (GAIA questions): a CaptainAgent run wrote a download script on the way to a number; the
+    # script was an answer edge (`answer-final-write`) as if the run had handed in a diff
+    for expected in ("17", None):
+        r = Run(final_answer="17")
+        if expected:
+            r.trajectory["expected_answer"] = expected
+        r.user("How many studio albums did the band release?")
+        w = r.bash("cat > fetch.py <<'EOF'\nprint(17)\nEOF", "")
+        run = r.bash("python3 fetch.py", "17")
+        ans = r.say("FINAL ANSWER: 17")
+        answers = {(e["src"], e["rule"]) for e in r.dag().edges if e["type"] == "answer" and e["dst"] == ans}
+        assert (run, "answer-value") in answers
+        # a code task (no expected answer) still hands in the file it wrote
+        assert ((w, "answer-final-write") in answers) is (expected is None)

@@ -41,6 +41,7 @@ TRAJECTORY_COLUMNS = (
     "domain",
     "task",
     "final_answer",
+    "expected_answer",
     "anomalies",
     "outcome",
     "ingested_at",
@@ -267,7 +268,7 @@ def _trajectory_rows(lab: Lab, todo: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for batch in lab.dataset("trajectories").to_batches(columns=list(TRAJECTORY_COLUMNS), filter=flt):
         for r in batch.to_pylist():
-            for k in ("task", "final_answer"):
+            for k in ("task", "final_answer", "expected_answer"):
                 if r.get(k) and len(r[k]) > _TEXT_KEEP:
                     r[k] = r[k][:_TEXT_KEEP]
             r["metadata"] = _slim_metadata(r.get("metadata"))
