@@ -326,3 +326,26 @@ def test_corpus_long_session_structure(corpus_dir: Path) -> None:
     assert sub[0]["step_index"] == spawn["step_index"] + 1
     notes = [s for s in steps if (s.get("text") or "").startswith("<task-notification>")]
     assert len(notes) == 2 and all(s["kind"] == "system" for s in notes)
+
+
+def test_a_message_following_a_progress_line_is_no_branch(tmp_path: Path) -> None:
+    # corpus session 258c7280: 16 messages whose parentUuid is a progress line (the main thread's chain
+    # runs through them) were marked as branches (rewind, retry); a real rewind still is one
+    rows = [
+        _cc_line("user", "u0", message={"role": "user", "content": "Run the tests."}),
+        _cc_line("assistant", "a1", parentUuid="u0", message={"id": "m1", "role": "assistant", "content": "On it."}),
+        _cc_line("progress", "p1", parentUuid="a1", data={"type": "hook_progress"}),
+        _cc_line("user", "u2", parentUuid="p1", message={"role": "user", "content": "Also lint."}),
+        # the user rewinds to a1 and asks something else: a branch
+        _cc_line("user", "u3", parentUuid="a1", message={"role": "user", "content": "No, only lint."}),
+    ]  # fmt: skip
+    (tmp_path / "s-link.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    ((_, _t, steps, ctx),) = parse_folder(tmp_path)
+    assert ctx.records_quarantined == 0
+    meta = {s["text"]: s.get("metadata") for s in steps}
+    assert meta["Also lint."] is None
+    branch = meta["No, only lint."]
+    assert (orjson.loads(branch) if isinstance(branch, str) else branch) == {
+        "uuid": "u3",
+        "parent_uuid": "a1",
+    }

@@ -191,6 +191,29 @@ def test_score_values(tmp_path, value, reward, outcome):
     assert t["reward"] == reward and t["outcome"] == outcome
 
 
+def test_a_scorers_grader_calls_are_not_the_agents_tokens(tmp_path):
+    """`model_graded_fact` asks a grader model inside the `scorer` span; `sample.model_usage` counts that
+    call too (the corpus's security-guide log: 320/309 tokens for an agent that used 61/17)."""
+    s0 = LOG["samples"][0]
+    grader = {"input_tokens": 259, "output_tokens": 292, "total_tokens": 551}
+    events = [
+        *s0["events"],
+        {"event": "span_begin", "id": "s_score", "type": "scorer", "name": "model_graded_fact"},
+        {"event": "span_begin", "id": "s_inner", "parent_id": "s_score", "type": "solver", "name": "grade"},
+        {"event": "model", "span_id": "s_inner", "output": {"usage": grader}},
+    ]
+    usage = {m: {**u, "input_tokens": u["input_tokens"] + 259, "output_tokens": u["output_tokens"] + 292,
+                 "total_tokens": u["total_tokens"] + 551} for m, u in s0["model_usage"].items()}  # fmt: skip
+    log = {**LOG, "samples": [{**s0, "events": events, "model_usage": usage}]}
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(log, indent=1))
+    [(t, steps)], _ = parse(p, "inspect-json")
+    assert (t["input_tokens"], t["output_tokens"], t["total_tokens"]) == (1000, 200, 1200)  # the agent's
+    meta = t["metadata"] if isinstance(t["metadata"], dict) else json.loads(t["metadata"])
+    assert meta["scorer_tokens"] == {"input_tokens": 259, "output_tokens": 292}
+    assert sum(s.get("output_tokens") or 0 for s in steps) <= t["output_tokens"]
+
+
 def test_sniff():
     j = get_adapter("inspect-json")
     e = get_adapter("inspect-eval")
@@ -222,6 +245,12 @@ def test_corpus_inspect(corpus_dir, tmp_path):
     assert (browser["n_steps"], browser["n_tool_calls"], browser["input_tokens"]) == (6, 4, 15235)
     guide = by_file["2025-05-12T20-28-26-04-00_security-guide.json"]
     assert len(guide) == 3 and {r["outcome"] for r in guide} == {"success"}
+    # model_graded_fact's grader calls are not the agent's: 61/17 tokens, not 320/309
+    by_native = {r["native_id"]: r for r in guide}
+    assert (
+        by_native["jejv2PukU7Xq5AJrutaZi7"]["input_tokens"],
+        by_native["jejv2PukU7Xq5AJrutaZi7"]["output_tokens"],
+    ) == (61, 17)
     [err] = by_file["log_tool_call_error.json"]
     assert (err["n_steps"], err["n_tool_calls"], err["n_errors"]) == (11, 0, 11)
     assert err["source_locator"] == "sample=1;epoch=4"

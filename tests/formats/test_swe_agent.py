@@ -123,3 +123,24 @@ def test_corpus_swe_agent(corpus_dir: Path, tmp_path: Path):
         == 0
     )
     assert query(lab, "select count(*) from steps where kind = 'tool_result'").column(0)[0].as_py() == 0
+
+
+def test_an_edit_the_editor_refused_is_an_error():
+    # SWE-agent's linter refused the edit (pydicom__pydicom-1458 in the corpus, three times): the file is
+    # unchanged and the run goes on; it was `is_error` False and the run counted no error
+    from trajlab.formats.swe_agent import _obs_fields
+
+    refused = (
+        "Your proposed edit has introduced new syntax error(s). Please read this error message carefully "
+        "and then retry editing the file.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\n"
+        "This is how your edit would have looked if applied\n-------------------------------------------------\n"
+        + "    x = 1\n"
+        * 40
+        + "-------------------------------------------------\nYour changes have NOT been applied. Please fix "
+        "your edit command and try again.\nYou either need to 1) Specify the correct start/end line "
+        "arguments or 2) Correct your edit code.\nDO NOT re-run the same failed edit command. Running it "
+        "again will lead to the same error."
+    )
+    assert _obs_fields(refused)["is_error"] is True
+    # a file that merely quotes the sentence, far from the end of the output, is no refusal
+    assert _obs_fields("# Your changes have NOT been applied\n" + "line\n" * 200)["is_error"] is None

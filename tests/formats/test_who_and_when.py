@@ -28,6 +28,8 @@ def test_hand_crafted_one_step_per_message_and_annotation():
     assert t["expected_answer"] == "3.4"
     assert t["final_answer"] == "0.02"
     assert t["outcome"] == "failure" and t["outcome_source"] == "who_and_when:annotated_failure"
+    assert t["reward"] is None  # an annotated failure, no graded answer
+    assert t["n_subagents"] == 0  # the Orchestrator's peers take turns in one chat: no sub-agents
     assert t["difficulty"] == "1" and t["harness"] == "magentic-one"
     meta = json.loads(t["metadata"])
     assert meta["who_and_when"] == {
@@ -53,7 +55,9 @@ def test_hand_crafted_one_step_per_message_and_annotation():
     # "no code to execute" is the chat's notice that nothing ran, not a failure
     assert nocode["kind"] == "tool_call" and nocode["arguments"] is None and nocode["is_error"] is False
     assert t["n_tool_calls"] == 3 and t["n_errors"] == 1
-    assert t["n_subagents"] == 3  # Orchestrator, Assistant, ComputerTerminal
+    assert (
+        t["n_subagents"] == 0
+    )  # Orchestrator, Assistant, ComputerTerminal: peers of one chat, no sub-agents
     assert "history[10]: execution output without a preceding code block" in t["anomalies"]
 
 
@@ -61,6 +65,7 @@ def test_algorithm_generated_names_and_is_correct():
     [(t, steps)], _ = parse(FIX / "algorithm_generated_frames.json")
     assert len(steps) == 6
     assert t["outcome"] == "failure" and t["outcome_source"] == "who_and_when:is_correct"
+    assert t["reward"] == 0.0  # is_correct: false
     assert t["task_id"] == "7b2c9d10-1111-4222-8333-444455556666"
     assert t["harness"] == "captain-agent" and t["difficulty"] == "2"
     assert [s["agent_id"] for s in steps] == [

@@ -16,6 +16,9 @@ from trajlab.formats._registry import plugin_manager
 from trajlab.ingest import ingest
 from trajlab.store import Lab, query
 
+CC = _get_adapter("claude-code").version
+"""The Claude Code adapter's version (2 since its branch fix); the Codex adapter's is 1."""
+
 
 def _sources(lab_dir: Path) -> dict[str, dict]:
     rows = query(
@@ -33,7 +36,7 @@ def test_a_new_adapter_version_reparses_only_its_units(
     before = _sources(lab)
     assert {r["format"]: r["adapter_version"] for r in before.values()} == {
         "codex-rollout": 1,
-        "claude-code": 1,
+        "claude-code": CC,
     }
 
     monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 2)
@@ -48,7 +51,7 @@ def test_a_new_adapter_version_reparses_only_its_units(
     after = _sources(lab)
     assert {r["format"]: r["adapter_version"] for r in after.values()} == {
         "codex-rollout": 2,
-        "claude-code": 1,
+        "claude-code": CC,
     }
     # same bytes, same ids: the runs were replaced, not added
     assert {k: r["trajectory_ids"] for k, r in after.items()} == {
@@ -85,6 +88,8 @@ def test_a_lab_from_before_adapter_versions_counts_as_version_1(
     ingest([runs], lab, workers=1, progress=False)
     assert {r["adapter_version"] for r in _sources(lab).values()} == {None}
     monkeypatch.undo()
+    # the adapters as they were at version 1 (the Claude Code adapter has changed since)
+    monkeypatch.setattr(type(_get_adapter("claude-code")), "version", 1)
     rep = ingest([runs], lab, workers=1, progress=False)
     assert rep.commits == 0 and rep.reparsed == {}
     monkeypatch.setattr(type(_get_adapter("claude-code")), "version", 2)

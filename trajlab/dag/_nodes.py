@@ -209,6 +209,8 @@ def polls_background(step: dict[str, Any]) -> bool:
     """Is the step one of Claude Code's polls of a background command? By the runner's tool name: the
     normalized tool (`poll` since rows v5) is shared with Codex's `write_stdin` polls."""
     return (step.get("tool_name") or "").lower() in BACKGROUND_POLLS
+
+
 _TASK_EXIT = re.compile(r"<exit_code>(-?\d{1,6})</exit_code>")
 
 

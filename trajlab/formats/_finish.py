@@ -11,7 +11,7 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 5
+ROWS_VERSION = 6
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -34,7 +34,8 @@ bundled `-kj 4` take their values, and a source with no argument runs nothing.
 Inspect's `web_browser_*` tools are `browser`; Claude Code's plan mode is `plan` and its questions `ask_user`; a code executor's `code_blocks` (AutoGen, Python and shell
 mixed) are analyzed; `import cv2` alone is image work (video needs `VideoCapture`, `VideoWriter`...);
 CaptainAgent's helper functions (`perform_web_search`, `optical_character_recognition`...) give Python
-their modality; `mix deps.get` installs (web)."""
+their modality; `mix deps.get` installs (web).
+6: `n_subagents` counts the agents that run below another (depth > 0), not the peers of a group chat."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
@@ -108,7 +109,9 @@ def finish_trajectory(
         agent = s.get("agent_id")
         if not agent:
             s["agent_id"] = "main"
-        elif agent != "main":
+        elif agent != "main" and s.get("depth"):
+            # a sub-agent runs below the agent that spawned it; peers of a group chat (Who&When's
+            # Orchestrator and WebSurfer, depth 0) take turns in one conversation and are none
             agents.add(agent)
         if kind == "tool_call":
             n_calls += 1

@@ -8,6 +8,8 @@ A sub-agent file is linked to its Task call by `toolUseResult.agentId` on the ca
 call's `agent_progress` lines (`parentToolUseID` = the Task call id, `data.agentId` = the agent).
 Compaction is a `compact_boundary` line followed by a user line with `isCompactSummary`; the
 compaction agent's own transcript (`agent-acompact-*.jsonl`) is placed just before it.
+A message whose `parentUuid` is neither the previous message nor the line just before it (progress lines
+are links of the chain too) starts a branch (a rewind, a retry): it keeps `metadata.{uuid, parent_uuid}`.
 There is no success signal: the outcome is `unknown`.
 """
 
@@ -116,6 +118,7 @@ class _Transcript:
         self.progress_seen: set[str] = set()
         self.progress_agent: dict[Any, str] = {}  # parent tool use id (any JSON value) -> agentId
         self.last_uuid: str | None = None
+        self.last_line_uuid: str | None = None  # of the last line of any type, progress lines too
         self.pending_compaction: dict[str, Any] | None = None
         self.last_ts: Any = None
 
@@ -126,6 +129,7 @@ class ClaudeCodeAdapter(Adapter):
     runner = "claude_code"
     extensions = (".jsonl",)
     priority = 20
+    version = 2  # 2: a message whose parent is a progress line follows on from it (no branch)
     description = "Claude Code transcripts (~/.claude/projects/**/<session>.jsonl, subagents/agent-*.jsonl)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -256,6 +260,10 @@ class ClaudeCodeAdapter(Adapter):
         """Read one transcript line into `tr`; the reason when the line cannot be used."""
         typ = d.get("type")
         if typ == "progress":
+            if isinstance(d.get("uuid"), str):
+                # the main thread's chain runs through progress lines: a message whose parent is one
+                # follows on from it, no branch
+                tr.last_line_uuid = d["uuid"]
             data = d.get("data")
             if not isinstance(data, dict):
                 return "progress line without a `data` object"
@@ -289,10 +297,16 @@ class ClaudeCodeAdapter(Adapter):
             "timestamp": ts,
             "source_line": line,
         }
-        if parent and tr.last_uuid and parent != tr.last_uuid and typ in ("user", "assistant"):
+        if (
+            parent
+            and tr.last_uuid
+            and parent != tr.last_uuid
+            and parent != tr.last_line_uuid
+            and typ in ("user", "assistant")
+        ):
             base["metadata"] = {"uuid": uuid, "parent_uuid": parent}  # a branch (rewind, retry)
         if uuid:
-            tr.last_uuid = uuid
+            tr.last_uuid = tr.last_line_uuid = uuid
         if typ == "system":
             if not isinstance(d.get("subtype"), str):  # was counted as ingested and dropped
                 return "system line without a subtype"

@@ -18,7 +18,8 @@ Outcome: the score of one scorer, by default the first scorer of the eval spec (
 of `sample.scores`); set `TRAJLAB_INSPECT_SCORER=<name>` to pick another. Values map as Inspect's
 `value_to_float` does: `C`/yes/true -> 1, `I`/`N`/no/false -> 0, `P` -> 0.5, numbers as they are;
 the reward is that value and the outcome is `success` only at 1.0. `target` -> expected answer,
-`eval.dataset.name` (else `eval.task`) -> benchmark, `sample.model_usage` -> tokens.
+`eval.dataset.name` (else `eval.task`) -> benchmark, `sample.model_usage` -> tokens, less the tokens of
+the model calls made inside `scorer` spans (a grader model: kept as `metadata.scorer_tokens`).
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ class _Events:
         self.exec_by_span: dict[str, list[dict[str, Any]]] = {}
         tool_spans: dict[str, list[str]] = {}  # parent span id -> tool span ids, in order
         tool_events: list[dict[str, Any]] = []
+        scoring: list[dict[str, Any]] = []  # model events, sorted out below: the scorers' and the agent's
         self.first_ts = self.last_ts = None
         for e in events:
             if not isinstance(e, dict):
@@ -187,6 +189,7 @@ class _Events:
                         tool_spans.setdefault(_s(e.get("parent_id")) or "", []).append(sid)
             elif ev == "model":
                 self.models.append(e)
+                scoring.append(e)
                 for ch in _l(_d(e.get("output")).get("choices")):
                     mid = _s(_d(_d(ch).get("message")).get("id"))
                     if mid:
@@ -197,6 +200,13 @@ class _Events:
                 tool_events.append(e)
             elif ev == "sandbox" and e.get("action") == "exec":
                 self.exec_by_span.setdefault(_s(e.get("span_id")) or "", []).append(e)
+        # Model calls a scorer made (`model_graded_fact` asks a grader model) are no part of the agent's
+        # run, but `sample.model_usage` counts them: their usage is summed here to be taken out.
+        self.scorer_usage: dict[str, int] = {}
+        for e in scoring:
+            if self._in_scorer(_s(e.get("span_id"))):
+                for k, v in _usage(_d(e.get("output")).get("usage")).items():
+                    self.scorer_usage[k] = self.scorer_usage.get(k, 0) + v
         # A tool event is logged in its caller's span; its sandbox work happens in the next `tool`
         # span opened under that caller (matched in order).
         taken: dict[str, int] = {}
@@ -207,6 +217,16 @@ class _Events:
             if i < len(spans):
                 e["_tool_span"] = spans[i]
                 taken[parent] = i + 1
+
+    def _in_scorer(self, span_id: str | None) -> bool:
+        seen: set[str] = set()
+        while span_id and span_id in self.spans and span_id not in seen:
+            seen.add(span_id)
+            sp = self.spans[span_id]
+            if sp.get("type") == "scorer":
+                return True
+            span_id = _s(sp.get("parent_id"))
+        return False
 
     def agent_of(self, span_id: str | None) -> tuple[str, int]:
         """(agent id, depth): the innermost `agent` span when agents are nested, else main."""
@@ -235,6 +255,7 @@ class _Events:
 
 class _InspectBase(Adapter):
     runner = "inspect_ai"
+    version = 2  # 2: the tokens of the scorers' model calls (a grader model) are not the agent's
 
     def _sample(self, header: dict[str, Any], s: dict[str, Any], path: Path) -> ParsedTrajectory:
         anomalies: list[str] = []
@@ -439,6 +460,15 @@ class _InspectBase(Adapter):
                 ]
                 if vals:
                     t[k] = sum(vals)
+            # the agent's tokens: without what the scorers' grader calls used (kept in the metadata)
+            graded = ev.scorer_usage
+            for k, v in graded.items():
+                if isinstance(t.get(k), int):
+                    t[k] = max(0, t[k] - v)
+            if graded and isinstance(t.get("total_tokens"), int):
+                t["total_tokens"] = max(
+                    0, t["total_tokens"] - graded.get("input_tokens", 0) - graded.get("output_tokens", 0)
+                )
         err = s.get("error")
         if err:
             t["exit_status"] = "error"
@@ -461,6 +491,8 @@ class _InspectBase(Adapter):
                 meta["score_explanation"] = explained.get("explanation")
         if s.get("metadata"):
             meta["sample_metadata"] = s["metadata"]
+        if ev.scorer_usage:
+            meta["scorer_tokens"] = ev.scorer_usage
         solvers = [st.get("solver") for st in _l(_d(header.get("plan")).get("steps")) if isinstance(st, dict)]
         if solvers:
             meta["solvers"] = solvers

@@ -57,6 +57,8 @@ _REPORT_NAMES = ("results.json", "report.json")
 _RUN_FILE_NAMES = frozenset(("preds.json", *_REPORT_NAMES))
 _CANCELLED_RE = re.compile(r"was cancelled because it took more than \d+ seconds")
 _SYNTAX_RE = re.compile(r"Your bash command contained syntax errors and was NOT executed")
+# the editor refused an edit (its linter found syntax errors); the file is unchanged and the run goes on
+_REJECTED = "Your changes have NOT been applied"
 
 
 def _instance_id(path: Path) -> str:
@@ -176,6 +178,7 @@ class SweAgentAdapter(Adapter):
     runner = "swe_agent"
     extensions = (".traj",)
     priority = 30
+    version = 2  # 2: an edit the editor refused ("Your changes have NOT been applied") is an error
     description = (
         "SWE-agent .traj (0.x thought/action, 1.x tool_calls, history-only) with all_preds/report files"
     )
@@ -398,7 +401,12 @@ def _action_tool(action: str) -> str:
 def _obs_fields(text: str | None) -> dict[str, Any]:
     timed_out = bool(text and _CANCELLED_RE.search(text))
     syntax = bool(text and _SYNTAX_RE.search(text))
-    return {"output": text, "timed_out": timed_out or None, "is_error": (timed_out or syntax) or None}
+    rejected = bool(text and _REJECTED in text[-600:])
+    return {
+        "output": text,
+        "timed_out": timed_out or None,
+        "is_error": (timed_out or syntax or rejected) or None,
+    }
 
 
 def _norm(s: Any) -> str:

@@ -177,9 +177,10 @@ class WhoAndWhenAdapter(Adapter):
     runner = "who_and_when"
     extensions = (".json",)
     priority = 30
-    version = 4  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
+    version = 5  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
     # error, and a CaptainAgent terminal runs only the last message's code; 4: a WebSurfer action's
-    # page_url is the page it acted on (the one its previous report showed), not the page it led to
+    # page_url is the page it acted on (the one its previous report showed), not the page it led to;
+    # 5: `is_correct` gives the reward (1/0)
     description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -330,9 +331,11 @@ class WhoAndWhenAdapter(Adapter):
             anomalies.append(
                 f"mistake_step {ms} was said by {steps[ms].get('agent_id')!r}, not {ann['mistake_agent']!r}"
             )
+        reward: float | None = None
         if "is_correct" in d and isinstance(d["is_correct"], bool):
             outcome = "success" if d["is_correct"] else "failure"
             source = "who_and_when:is_correct"
+            reward = 1.0 if d["is_correct"] else 0.0  # a boolean signal maps to 0/1, as elsewhere
         else:
             outcome, source = "failure", "who_and_when:annotated_failure"
         final = None
@@ -354,6 +357,7 @@ class WhoAndWhenAdapter(Adapter):
             "expected_answer": None if d.get("ground_truth") is None else str(d["ground_truth"]),
             "final_answer": final,
             "outcome": outcome,
+            "reward": reward,
             "outcome_source": source,
             "metadata": meta,
             "anomalies": anomalies,
