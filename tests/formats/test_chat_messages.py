@@ -188,6 +188,9 @@ def test_corpus_chat_messages(corpus_dir, tmp_path):
     assert sum(r["n_steps"] for r in gym) == 144 and sum(r["n_tool_calls"] for r in gym) == 87
     assert sum(r["n_steps"] for r in smith) == 242 and sum(r["n_tool_calls"] for r in smith) == 116
     assert (harbor[0]["n_steps"], harbor[0]["n_tool_calls"]) == (12, 2)
+    # the task inside the Terminus prompt, as the ATIF file of the same run gives it (not the 3 KB prompt)
+    assert harbor[0]["task"].startswith('Create a file called hello.txt with "Hello, world!"')
+    assert len(harbor[0]["task"]) < 100
     assert {r["outcome"] for r in gym + smith} == {"success"} and harbor[0]["outcome"] == "unknown"
     steps = lab.read("steps").to_pylist()
     tid_last = {}

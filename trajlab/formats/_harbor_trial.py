@@ -8,6 +8,7 @@ task, the agent and its token and cost totals; `verifier/reward.txt` is the fall
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,16 @@ from typing import Any
 from ._base import ParseContext, ParsedTrajectory, SourceUnit, load_json
 from ._finish import outcome_from_reward
 from ._safe import as_dict, as_id, as_int, as_num, as_str, raw_of_obj
+from ._scan import through_last
+
+_TERMINUS_TASK_RE = re.compile(r"Task Description:\s*\n(.*?)\n\s*\n\s*Current terminal state:", re.DOTALL)
+
+
+def terminus_task(text: str) -> str:
+    """The task of a Terminus prompt (`Task Description:` up to `Current terminal state:`), else the text:
+    the first user message of a Terminus run is its whole system prompt with the task inside."""
+    m = _TERMINUS_TASK_RE.search(text, 0, through_last(text, "Current terminal state:"))
+    return m.group(1).strip() if m else text
 
 
 def trial_dir(traj: Path) -> Path | None:

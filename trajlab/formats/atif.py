@@ -33,9 +33,8 @@ from ._base import (
     json_records,
     load_json,
 )
-from ._harbor_trial import read_trial, result_only, trial_dir
+from ._harbor_trial import read_trial, result_only, terminus_task, trial_dir
 from ._safe import BAD_SHAPE, as_dict, as_id, as_int, as_list, as_num, as_str, raw_of_obj, rollback
-from ._scan import through_last
 
 _ATIF_RE = re.compile(rb'"schema_version"\s*:\s*"ATIF-v\d')
 _REF_RE = re.compile(rb'"trajectory_path"\s*:\s*"([^"\\]{1,300})"')
@@ -48,7 +47,6 @@ _EXIT_MARKERS = (
 _TIMEOUT_RE = re.compile(r"timed out after [\d.]+ seconds|Command timed out", re.IGNORECASE)
 _MAX_DEPTH = 8
 _TERMINAL_TOOLS = {"mark_task_complete", "task_complete", "finish", "submit"}
-_TASK_RE = re.compile(r"Task Description:\s*\n(.*?)\n\s*\n\s*Current terminal state:", re.DOTALL)
 
 
 def _base_name(path: Path) -> str:
@@ -324,8 +322,7 @@ class AtifAdapter(Adapter):
             step = {**base, "kind": kind, "role": src, "text": text}
             run.steps.append(step)
             if src == "user" and is_main and run.task is None and text:
-                m = _TASK_RE.search(text, 0, through_last(text, "Current terminal state:"))
-                run.task = m.group(1).strip() if m else text
+                run.task = terminus_task(text)
             self._subagents(refs, step, path, ctx, run, base)
             return
         # source == "agent" (or anything else a producer writes)

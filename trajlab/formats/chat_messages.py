@@ -43,6 +43,7 @@ from ._base import (
     read_jsonl,
 )
 from ._finish import outcome_from_reward
+from ._harbor_trial import terminus_task
 from ._read import json_objects
 from ._safe import raw_of_obj
 from ._scan import through_last
@@ -410,6 +411,7 @@ class ChatMessagesAdapter(Adapter):
     runner = "chat_messages"
     extensions = (".json", ".jsonl", ".ndjson")
     priority = 90  # generic: every specific format is tried first
+    version = 2  # 2: a Harbor traces export's task is the task inside the Terminus prompt
     description = "Chat-completions message lists: OpenAI messages, ShareGPT conversations, dataset rows"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -540,6 +542,8 @@ class ChatMessagesAdapter(Adapter):
         conv.finish()
         last = rows[-1][1]
         t = self._trajectory(last, conv, "conversations")
+        if isinstance(t.get("task"), str):
+            t["task"] = terminus_task(t["task"])  # the Terminus prompt holds the task, as in the ATIF file
         t["task_id"] = last.get("task")
         t["metadata"] = {
             **(t.get("metadata") or {}),
