@@ -478,3 +478,33 @@ def test_a_poll_echoes_what_its_command_was_given() -> None:
     calc = r.bash('python3 -c "print(90 * 2)"', "180")
     data = edge_set(r.dag(), "data")
     assert (ask, calc, "data") in data and (poll, calc, "data") not in data
+
+
+def test_a_call_issued_after_the_one_before_finished_is_no_parallel_call() -> None:
+    # demo run-00003 (Codex): ffmpeg ran 11.961-12.724 s and tesseract on its frames started at 12.875 s,
+    # 0.9 s after ffmpeg was issued: taken for one response, the frames' data edge was dropped
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    r = Run()
+    r.user("Read the sign in clip.mp4")
+    ff = r.bash(
+        "ffmpeg -i clip.mp4 -vf fps=1 frames/%03d.png", "", timestamp=t0, duration_s=0.763, source_line=10
+    )
+    ocr = r.bash(
+        "tesseract frames/001.png -", "EXIT", timestamp=t0 + timedelta(seconds=0.914), source_line=14
+    )
+    d = r.dag()
+    assert (ff, ocr, "data") in edge_set(d, "data")
+    assert _node(d, ff)["parallel_batch"] is None
+    # the calls of one response are adjacent records, logged milliseconds apart (an instant poll's
+    # duration can be shorter than that): still one batch
+    r = Run()
+    r.user("Check both")
+    a = r.bash("cat a.txt", "x", timestamp=t0, duration_s=0.0002, source_line=93)
+    b = r.bash("cat b.txt", "y", timestamp=t0 + timedelta(seconds=0.014), source_line=94)
+    d = r.dag()
+    assert (
+        _node(d, a)["parallel_batch"] is not None
+        and _node(d, a)["parallel_batch"] == _node(d, b)["parallel_batch"]
+    )

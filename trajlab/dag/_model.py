@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 33
+DAG_VERSION = 34
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -86,7 +86,10 @@ agent's own messages are no support; a failed command's programs wrote nothing; 
 code are no dead ends; a browser click on another link is no retry.
 32: a code executor's `code_blocks` are read: shell blocks as commands, Python blocks as inline code.
 33: a run with an expected answer (a QA task) takes no `answer-final-write` support from the files it
-wrote: it hands in its answer, not its files."""
+wrote: it hands in its answer, not its files.
+34: two calls close in time (Codex) are not one response when the first had finished before the second
+was issued and records lie between them (its output): a quick ffmpeg and the tesseract run on its frames
+0.15 s later are two responses, and the frames' data edge is kept."""
 
 STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
 """Runners whose logs hold no message with an answer because the tests grade the state the agent left

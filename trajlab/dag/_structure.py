@@ -510,7 +510,17 @@ def _same_response(prev: dict[str, Any], s: dict[str, Any], usage: bool) -> bool
     if usage:  # runners that put usage on the first block of each response (Claude Code, ATIF), not Codex
         return s.get("input_tokens") is None
     a, b = ts(prev.get("timestamp")), ts(s.get("timestamp"))
-    return a is not None and b is not None and 0 <= b - a < PARALLEL_GAP_S
+    if a is None or b is None or not 0 <= b - a < PARALLEL_GAP_S:
+        return False
+    # close in time is not enough: a call issued after the one before it had finished, with records
+    # between the two (its output came back), came from a later response (a quick ffmpeg, then tesseract
+    # on its frames). The calls of one Codex response are adjacent lines, logged some milliseconds apart,
+    # which can be longer than an instant poll took.
+    dur = prev.get("duration_s")
+    if isinstance(dur, (int, float)) and dur > 0 and a + dur <= b:
+        la, lb = prev.get("source_line"), s.get("source_line")
+        return la is not None and lb is not None and lb - la == 1
+    return True
 
 
 def _backwards(p: dict[str, Any], s: dict[str, Any]) -> bool:
