@@ -3,6 +3,7 @@ on the same folder changes nothing it does not have to."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -57,10 +58,17 @@ def test_demo_runs_every_stage_and_reruns_cleanly(tmp_path: Path, monkeypatch: p
         1 for ln in (out / "examples" / "ground_truth.jsonl").open() if json.loads(ln).get("category")
     )
     assert counts["t"] == counts["m"] == 32 and counts["j"] == counts["g"] == failures > 0
-    for name in ("gaps", "capability", "tokens", "failures", "funnel"):
+    for name in ("gaps", "capability", "tokens", "failures", "failures_judge", "funnel"):
         assert (out / "analysis" / f"{name}.csv").stat().st_size > 0
+    # the failure distribution counts every failure (adjudicated labels), not only the judge's share
+    with (out / "analysis" / "failures.csv").open() as f:
+        assert sum(int(r["n"]) for r in csv.DictReader(f)) == failures
     index = json.loads((out / "figures" / "index.json").read_text())
     assert index and (out / "figures" / "tool_gaps.pdf").read_bytes().startswith(b"%PDF")
+    # the figure's bootstrap uses the demo's seed, so its intervals are the printed ones
+    assert json.loads((out / "figures" / "tool_gaps.json").read_text())["params"]["seed"] == 7
+    cmp = json.loads((out / "distill" / "comparison.json").read_text())
+    assert {"accuracy_a", "accuracy_b", "p_value"} <= set(cmp)
 
     # a second run: the same example runs, nothing re-ingested, no new skill versions
     lines.clear()

@@ -144,6 +144,11 @@ def run_demo(
             "favors",
         ]
         top = g.table.filter(g.table.column("supported")).select(cols)
+        # printed: `gap` is the gap in shares of calls, and `favors` follows the tested usage gap: say so
+        # in the headers, or a negative gap next to "success" reads as a contradiction
+        shown = top.rename_columns(
+            ["share_gap" if c == "gap" else "favors (usage)" if c == "favors" else c for c in cols]
+        )
         gd = analysis.gaps(lab, by="domain", key="tool_modality", n_boot=1000, seed=seed, progress=False)
         gd.write(adir / "gaps_by_domain.csv")
         sig = gd.table.filter(gd.table.column("significant")).select(
@@ -152,7 +157,7 @@ def run_demo(
         lines = [
             "tool-usage gaps with enough support (share = share of calls; usage = share of runs using the tool;",
             "95% bootstrap CI over runs; Fisher test on usage, Holm-corrected):",
-            render(top),
+            render(shown),
             "significant gaps within a task domain (tool:modality, e.g. python:video = ad-hoc OpenCV scripts):",
             render(sig),
         ]
@@ -160,7 +165,10 @@ def run_demo(
             ("capability", lambda: analysis.capability_usage(lab)),
             ("tokens", lambda: analysis.token_efficiency(lab)),
             ("media", lambda: analysis.media_strategy(lab)),
-            ("failures", lambda: analysis.failure_distribution(lab, source="judge")),
+            # the adjudicated (gold) labels cover every failure the review saw; the judge's alone cover
+            # only the failures its rules or model labeled (the rules judge: 28 of the demo's 64)
+            ("failures", lambda: analysis.failure_distribution(lab, source="gold")),
+            ("failures_judge", lambda: analysis.failure_distribution(lab, source="judge")),
             ("funnel", lambda: analysis.step_funnel(lab)),
         ):
             r = fn()
@@ -181,7 +189,12 @@ def run_demo(
         from .figures import export_figures, export_tables
 
         lab = Lab.open(lab_path)
-        report = export_figures(lab, out / "figures", formats=("pdf", "png", "svg"), progress=progress)
+        # the same seed as the gaps printed above (their bootstrap intervals agree), and the judge's
+        # failure categories beside the adjudicated ones
+        options = {"tool_gaps": {"seed": seed}, "failure_distribution": {"source": "judge,gold"}}
+        report = export_figures(
+            lab, out / "figures", formats=("pdf", "png", "svg"), progress=progress, options=options
+        )
         tables = export_tables(lab, out / "tables", results=report.results)
         return f"{report.format()}\n{len(tables)} table files in {out / 'tables'}", {}
 

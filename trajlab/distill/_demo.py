@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..fsutil import atomic_write_text
 from ..store import Lab
 from ._compare import compare
 from ._distill import distill
@@ -63,4 +65,7 @@ def demo_distill(
                 "shows `skills compare` at work, not a measured effect of the distilled skills)"
             )
         data.update(skill_delta=cmp.delta, skill_p=cmp.p_value)
+        path = out / "comparison.json"  # as `trajlab skills compare --json` prints it
+        atomic_write_text(path, json.dumps(cmp.to_dict(), indent=2, default=str) + "\n")
+        lines.append(f"  comparison -> {path}")
     return "\n".join(lines), data
