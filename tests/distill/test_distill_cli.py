@@ -72,7 +72,7 @@ def test_planted_pattern_recovery(examples: Path, tmp_path: Path) -> None:
     assert by["probe_before_extract"]["polarity"] == "do"
     assert "do|all|use:ffprobe" in by["probe_before_extract"]["recovered_by"]
     assert by["adhoc_cv2_script"]["polarity"] == "avoid" and by["adhoc_cv2_script"]["recovered_by"]
-    # measured on this set (docs/distill.md): precision 16/23, recall 6/6
+    # measured on this set by shared runs alone (docs/distill.md): precision 16/22, recall 6/6
     assert rep.precision is not None and rep.precision >= 0.6
     assert rep.recall is not None and rep.recall >= 0.8
     prov = json.loads(
@@ -90,7 +90,10 @@ def test_demo_stage(examples: Path, tmp_path: Path) -> None:
     ingest([examples / "runs"], tmp_path / "lab", progress=False)
     summary, data = demo_distill(tmp_path / "lab", tmp_path / "demo", examples)
     assert data["valid"] and not data["refused"] and data["skills"]["distilled-general"] == 1
-    assert data["recall"] == 1.0 and "pattern recall 1.00" in summary
+    # a rule recovers a pattern only when it names what the pattern is about: no rule mentions frame
+    # sampling (fps), so "sample frames across the whole video" is not recovered ("Run ls" shared its
+    # runs and had counted), and the recall is 5 of 6 planted patterns, not 1.00
+    assert data["recall"] == pytest.approx(5 / 6) and "pattern recall 0.83" in summary
     assert "no-skill vs skill runs" in summary and data["skill_delta"] > 0
 
 

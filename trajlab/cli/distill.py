@@ -209,11 +209,14 @@ def distill_cmd(
         from ..store import Lab
 
         the_lab = Lab.open(res.lab)
+        from ..examples import load_patterns
+
         rep = pattern_recovery(
             the_lab,
             load_corpus(the_lab, conditions=conditions or None),
             res.rules,
             truth_rows,
+            descriptions=load_patterns(ground_truth) if ground_truth else None,
         )
         click.echo("\n" + rep.format())
     if any(s.refused for s in res.skills):

@@ -42,10 +42,16 @@ def demo_distill(
         "valid": all(r.ok for r in reps),
     }
     if examples is not None and (Path(examples) / "ground_truth.jsonl").exists():
-        from ..examples import load_ground_truth
+        from ..examples import load_ground_truth, load_patterns
 
         the_lab = Lab.open(lab)
-        rep = pattern_recovery(the_lab, load_corpus(the_lab), res.rules, load_ground_truth(examples))
+        rep = pattern_recovery(
+            the_lab,
+            load_corpus(the_lab),
+            res.rules,
+            load_ground_truth(examples),
+            descriptions=load_patterns(examples),
+        )
         lines.append(rep.format().splitlines()[-1].strip())
         data.update(
             precision=rep.precision, recall=rep.recall, precision_with_causes=rep.precision_with_causes

@@ -1,6 +1,6 @@
 """The example run set: seeded, realistic omni-modal agent runs with planted failure causes."""
 
-from ._generate import MODELS, ExampleSet, generate_examples, load_ground_truth
+from ._generate import MODELS, ExampleSet, generate_examples, load_ground_truth, load_patterns
 from ._plans import CATEGORY_WEIGHTS, PATTERNS, Act, Plan, build_plan
 from ._tasks import BENCHMARK, DOMAINS, Task, make_tasks
 
@@ -17,5 +17,6 @@ __all__ = [
     "build_plan",
     "generate_examples",
     "load_ground_truth",
+    "load_patterns",
     "make_tasks",
 ]

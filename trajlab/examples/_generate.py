@@ -268,6 +268,16 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+def load_patterns(out: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The planted patterns and their descriptions (patterns.json of OUT, or beside OUT/runs), or None."""
+    p = Path(out)
+    for d in (p, p.parent):
+        if (d / "patterns.json").is_file():
+            data = json.loads((d / "patterns.json").read_text(encoding="utf-8"))
+            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+    return None
+
+
 def load_ground_truth(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of ground_truth.jsonl of a generated example set (OUT, or OUT/runs)."""
     p = Path(out)
