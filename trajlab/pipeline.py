@@ -191,7 +191,10 @@ def run_demo(
         lab = Lab.open(lab_path)
         # the same seed as the gaps printed above (their bootstrap intervals agree), and the judge's
         # failure categories beside the adjudicated ones
-        options = {"tool_gaps": {"seed": seed}, "failure_distribution": {"source": "judge,gold"}}
+        options: dict[str, dict[str, Any]] = {
+            "tool_gaps": {"seed": seed},
+            "failure_distribution": {"source": "judge,gold"},
+        }
         report = export_figures(
             lab, out / "figures", formats=("pdf", "png", "svg"), progress=progress, options=options
         )
