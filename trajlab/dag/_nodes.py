@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from ..formats.swe_agent import REFUSED_EDIT
 from ._stepio import StepIO
 from ._tokens import DOC_EXT, ext_of, words
 
@@ -41,8 +42,6 @@ _ERROR_LINES_MAX = 8
 DOC_PROGRAMS = words("pdftotext pdftoppm pdfinfo pdfimages pandoc libreoffice soffice docx2txt mutool qpdf")
 CONTROL_CHARS = {c: " " for c in [*range(0, 32), *range(127, 160)]}
 """C0, DEL and C1 controls (U+009B is a CSI as much as ESC [ is): replaced by a space in labels."""
-_REJECTED = "Your changes have NOT been applied"
-"""How SWE-agent ends the output of an edit it refused: the run goes on, the file is unchanged."""
 ROUTER_FAILURE_TOOLS = frozenset(["write_stdin", "exec_command"])
 """Codex tools whose output, when their router could not carry the call out, is the error itself and
 starts `<tool> failed:` (`write_stdin failed: stdin is closed for this session; ...`, `write_stdin
@@ -101,7 +100,7 @@ def node_status(step: dict[str, Any], exit_status_logged: bool = True) -> str:
             return "error"
         if out and _router_failed(step.get("tool_name"), out):
             return "error"
-        if out and _REJECTED in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
+        if out and REFUSED_EDIT in out[-600:]:  # SWE-agent's editor refused the edit (linter errors)
             return "error"
         if out and out[0] in _REFUSAL_FIRST and _policy_refused(out):
             return "error"

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from ..normalize import PYTHON_LANGS, SHELL_LANGS
 from ._programs import ShellIO, patch_targets
 from ._shellio import control_words, shell_io
 from ._tokens import code_io, is_pathlike, is_url, norm_path, scan, words
@@ -298,10 +299,6 @@ def _longest_line(lines: list[str]) -> str | None:
     return best if len(best) >= _PROBE_MIN else None
 
 
-_SHELL_LANGS = frozenset(["sh", "bash", "shell", "console", "zsh"])
-_PYTHON_LANGS = frozenset(["python", "py", "python3", ""])
-
-
 def _code_blocks(io: StepIO, blocks: list[Any], cwd: str | None) -> None:
     """A code executor's run of a message's blocks (AutoGen's `{"code_blocks": [{"language", "code"}]}`):
     what its Python blocks and shell blocks read and write."""
@@ -310,7 +307,7 @@ def _code_blocks(io: StepIO, blocks: list[Any], cwd: str | None) -> None:
             continue
         lang = str(blk.get("language") or "").lower()
         code = blk["code"][:100_000]
-        if lang in _SHELL_LANGS:
+        if lang in SHELL_LANGS:
             sio = shell_io(code, cwd)
             io.produced += sio.produced
             io.produced_dirs += sio.produced_dirs
@@ -319,7 +316,7 @@ def _code_blocks(io: StepIO, blocks: list[Any], cwd: str | None) -> None:
             io.scripts += sio.scripts
             io.edits += sio.edits
             io.deleted += sio.deleted
-        elif lang in _PYTHON_LANGS:
+        elif lang in PYTHON_LANGS:
             written, read, urls = code_io(code)
             io.produced += [(norm_path(w, cwd), "code-write") for w in written]
             io.consumed += [norm_path(r, cwd) for r in read]

@@ -218,26 +218,25 @@ class _Events:
                 e["_tool_span"] = spans[i]
                 taken[parent] = i + 1
 
-    def _in_scorer(self, span_id: str | None) -> bool:
+    def _enclosing(self, span_id: str | None) -> Iterator[dict[str, Any]]:
+        """The span `span_id` and the spans around it, innermost first (a parent cycle ends the walk)."""
         seen: set[str] = set()
         while span_id and span_id in self.spans and span_id not in seen:
             seen.add(span_id)
             sp = self.spans[span_id]
-            if sp.get("type") == "scorer":
-                return True
+            yield sp
             span_id = _s(sp.get("parent_id"))
-        return False
+
+    def _in_scorer(self, span_id: str | None) -> bool:
+        return any(sp.get("type") == "scorer" for sp in self._enclosing(span_id))
 
     def agent_of(self, span_id: str | None) -> tuple[str, int]:
         """(agent id, depth): the innermost `agent` span when agents are nested, else main."""
-        chain: list[str] = []
-        seen: set[str] = set()
-        while span_id and span_id in self.spans and span_id not in seen:
-            seen.add(span_id)
-            sp = self.spans[span_id]
-            if sp.get("type") == "agent":
-                chain.append(_s(sp.get("name")) or span_id)
-            span_id = _s(sp.get("parent_id"))
+        chain = [
+            _s(sp.get("name")) or _s(sp.get("id")) or ""
+            for sp in self._enclosing(span_id)
+            if sp.get("type") == "agent"
+        ]
         if len(chain) >= 2:
             return chain[0], len(chain) - 1
         return "main", 0

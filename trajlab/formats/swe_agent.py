@@ -57,8 +57,9 @@ _REPORT_NAMES = ("results.json", "report.json")
 _RUN_FILE_NAMES = frozenset(("preds.json", *_REPORT_NAMES))
 _CANCELLED_RE = re.compile(r"was cancelled because it took more than \d+ seconds")
 _SYNTAX_RE = re.compile(r"Your bash command contained syntax errors and was NOT executed")
-# the editor refused an edit (its linter found syntax errors); the file is unchanged and the run goes on
-_REJECTED = "Your changes have NOT been applied"
+REFUSED_EDIT = "Your changes have NOT been applied"
+"""How SWE-agent ends the output of an edit its editor refused (its linter found syntax errors): the file
+is unchanged and the run goes on."""
 
 
 def _instance_id(path: Path) -> str:
@@ -401,7 +402,7 @@ def _action_tool(action: str) -> str:
 def _obs_fields(text: str | None) -> dict[str, Any]:
     timed_out = bool(text and _CANCELLED_RE.search(text))
     syntax = bool(text and _SYNTAX_RE.search(text))
-    rejected = bool(text and _REJECTED in text[-600:])
+    rejected = bool(text and REFUSED_EDIT in text[-600:])
     return {
         "output": text,
         "timed_out": timed_out or None,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from ..normalize import PYTHON_LANGS, SHELL_LANGS
 from ._base import Adapter, ParseContext, ParsedTrajectory, SourceUnit, as_text, load_json
 from ._safe import raw_of_obj
 from ._scan import through_last
@@ -45,8 +46,6 @@ _EXIT_RES = (
     re.compile(r"exit code:?\s*(-?\d+)", re.I),
 )
 _FINAL_RE = re.compile(r"FINAL ANSWER:\s*(.+)")
-_PY_LANGS = {"python", "py", "python3", "ipython", ""}
-_SH_LANGS = {"sh", "bash", "shell", "console", "zsh"}
 _MARKERS = (b'"mistake_agent"', b'"mistake_step"', b'"question_ID"')
 _WEB_SURFERS = {"websurfer", "web_surfer"}
 _FILE_SURFERS = {"filesurfer", "file_surfer"}
@@ -89,9 +88,9 @@ def _exec_call(blocks: list[tuple[str, str]] | None) -> tuple[str, dict[str, Any
         return "execute_code", None
     langs = {lang for lang, _ in blocks}
     code = "\n".join(c for _, c in blocks)
-    if langs <= _PY_LANGS:
+    if langs <= PYTHON_LANGS:
         return "python", {"code": code}
-    if langs <= _SH_LANGS:
+    if langs <= SHELL_LANGS:
         return "bash", {"command": code}
     return "execute_code", {"code_blocks": [{"language": lang, "code": c} for lang, c in blocks]}
 

@@ -1,6 +1,15 @@
 """Tool normalization: which real program a call ran, and which modality it touched."""
 
-from ._lexicon import AUDIO_EXT, IMAGE_EXT, RUNNER_TOOLS, SHELL_TOOLS, SUBMIT_SENTINELS, VIDEO_EXT
+from ._lexicon import (
+    AUDIO_EXT,
+    IMAGE_EXT,
+    PYTHON_LANGS,
+    RUNNER_TOOLS,
+    SHELL_LANGS,
+    SHELL_TOOLS,
+    SUBMIT_SENTINELS,
+    VIDEO_EXT,
+)
 from ._parallel import PARALLEL_MAX_JOBS, ParallelJobs, parallel_jobs
 from ._resolve import CONTAINER_RUNNERS, LOOKED_THROUGH, program_name, resolve
 from ._shell import ParsedShell, SimpleCommand, parse_shell
@@ -12,7 +21,9 @@ __all__ = [
     "IMAGE_EXT",
     "LOOKED_THROUGH",
     "PARALLEL_MAX_JOBS",
+    "PYTHON_LANGS",
     "RUNNER_TOOLS",
+    "SHELL_LANGS",
     "SHELL_TOOLS",
     "SUBMIT_SENTINELS",
     "VIDEO_EXT",

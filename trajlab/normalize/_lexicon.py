@@ -34,6 +34,10 @@ INSTALLERS = _set(
 ENV_MANAGERS = _set("conda mamba micromamba")
 ENV_SETUP_VERBS = _set("activate deactivate shell init")
 INSTALL_VERBS = _set("install add i download update upgrade sync deps.get")  # `mix deps.get` (Elixir)
+SHELL_LANGS = frozenset(["sh", "bash", "shell", "console", "zsh"])
+PYTHON_LANGS = frozenset(["python", "py", "python3", "ipython", ""])
+"""Code-block languages (a Markdown fence's info string) run as shell commands and as Python; a block
+without a language is Python, as AutoGen's code executor runs it."""
 SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 """A shell command printing one of these hands in the result (mini-swe-agent): the call is a `submit`."""
 INTERPRETERS = _set("python node deno bun ruby perl php julia r rscript lua java go bc dc awk jq")

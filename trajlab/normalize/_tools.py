@@ -59,8 +59,10 @@ from ._lexicon import (
     MEDIA_FILE_PROGRAMS,
     PATH_KEYS,
     PY_IMPORT_MODALITY,
+    PYTHON_LANGS,
     PYTHON_TOOLS,
     RUNNER_TOOLS,
+    SHELL_LANGS,
     SHELL_TOOLS,
     SHELLS,
     SUBMIT_SENTINELS,
@@ -319,10 +321,6 @@ def _editor_call(low: str, argd: dict[str, Any], text: str | None) -> ToolInfo:
     return ToolInfo(tool, (), modality, None)
 
 
-_SHELL_LANGS = frozenset(["sh", "bash", "shell", "console", "zsh"])
-_PYTHON_LANGS = frozenset(["python", "py", "python3", "ipython", ""])
-
-
 def _code_blocks_call(blocks: list[Any]) -> ToolInfo:
     """A code executor's run of a message's code blocks (AutoGen's `{"code_blocks": [{"language",
     "code"}]}`, Python and shell mixed): its programs in order, the main one picked as for one command
@@ -334,12 +332,12 @@ def _code_blocks_call(blocks: list[Any]) -> ToolInfo:
             continue
         lang = str(blk.get("language") or "").lower()
         code: str = blk["code"]
-        if lang in _SHELL_LANGS:
+        if lang in SHELL_LANGS:
             resolved = _resolve_line(code)
             for j, r in enumerate(resolved):
                 progs.append((r[0], r[1]))
                 modality_at.append((resolved, j))
-        elif lang in _PYTHON_LANGS:
+        elif lang in PYTHON_LANGS:
             progs.append(("python", []))
             modality_at.append(_code_modality(code) or "compute")
     if not progs:
