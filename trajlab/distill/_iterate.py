@@ -360,7 +360,7 @@ class Iteration:
         for x in fresh:
             if len(ops) >= self.max_ops:
                 break
-            ops.append(Op("add", section_of(x), guidance(x), rule=x.key, reason="mined rule"))
+            ops.append(Op("add", section_of(x), guidance(x, rules), rule=x.key, reason="mined rule"))
         return ops, rules
 
     # -- the loop ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 from ..redact import redact
 from ._features import INSTALLERS, Example
@@ -32,13 +33,18 @@ GENERALIZE_CHARS = 1_000
 heredoc and path patterns backtrack quadratically on hostile text (40 KB of `<<EOF` lines took 1.3 s)."""
 
 
-def generalize(command: str) -> str:
-    """A command with task specifics removed: file names, inline code, secrets, excess length."""
+def generalize(command: str, keep: str = "") -> str:
+    """A command with task specifics removed: file names, inline code, secrets, excess length.
+
+    `keep` is the part of elided inline code that the example is about (`import cv2`): without it an
+    Avoid item about scripts that import cv2 shows `python3 -c "..."`, the same example as a Do item
+    recommending `python3 -c`."""
     c = redact(command or "").strip()[:GENERALIZE_CHARS]
     if c.startswith(("{", "[")):
         return ""  # structured tool arguments, not a command line
-    c = _HEREDOC_RE.sub(lambda m: f"<<'{m.group(1)}' ... {m.group(1)}", c)
-    c = _PY_CODE_RE.sub(lambda m: f'{m.group(1)}"..."', c)
+    shown = f"{keep}; ..." if keep else "..."
+    c = _HEREDOC_RE.sub(lambda m: f"<<'{m.group(1)}' {shown} {m.group(1)}", c)
+    c = _PY_CODE_RE.sub(lambda m: f'{m.group(1)}"{shown}"', c)
 
     def media(m: re.Match[str]) -> str:
         if "%" in m.group("stem"):
@@ -74,9 +80,9 @@ def code(text: str) -> str:
     return f"{fence} {t} {fence}"
 
 
-def _example(ex: list[Example]) -> str:
+def _example(ex: list[Example], keep: str = "") -> str:
     for e in ex:
-        g = generalize(e.command)
+        g = generalize(e.command, keep)
         if g and "`" not in g:
             return g
     return ""
@@ -108,11 +114,41 @@ def _before(r: Rule) -> str:
     return f" before {code(later[0])}" if later else ""
 
 
-def guidance(r: Rule) -> str:
-    """The guidance sentence of one rule (markdown, one item)."""
+PYTHONS = frozenset({"python", "python3"})
+
+
+def exceptions(r: Rule, rules: Sequence[Rule]) -> list[str]:
+    """What the Avoid rules among `rules` forbid of the program that the Do rule `r` recommends in
+    general, as short phrases.
+
+    "Call python with -c" next to "Avoid python scripts that import cv2" reads as a contradiction
+    unless the Do item names its exception. Only rules of the same scope (or of all runs) count, and a
+    flag with the same option as the Do rule's (`--model tiny` against `--model small`) is no exception
+    to it but its alternative."""
+    if r.direction != "do" or r.family not in ("use", "flag"):
+        return []
+    prog, _, opt = r.value.partition(" ")
+    out: list[str] = []
+    for a in rules:
+        if a.direction != "avoid" or a.scope not in (r.scope, "all"):
+            continue
+        if a.family == "import" and prog in PYTHONS:
+            out.append(f"scripts that import {code(a.value)}")
+        elif a.family == "flag":
+            a_prog, _, a_opt = a.value.partition(" ")
+            if a_prog == prog and a_opt.split()[:1] != opt.split()[:1]:
+                out.append(code(a.value))
+    return list(dict.fromkeys(out))
+
+
+def guidance(r: Rule, rules: Sequence[Rule] = ()) -> str:
+    """The guidance sentence of one rule (markdown, one item); `rules`, the other rules of its skill,
+    give a Do item the exceptions their Avoid items make to it."""
     fam, val = r.family, r.value
-    ex = _example(r.examples)
+    ex = _example(r.examples, keep=f"import {val}" if fam == "import" else "")
     eg = f", e.g. `{ex}`" if ex else ""
+    but = exceptions(r, rules)
+    eg = f" (but not {', '.join(but)}: see Avoid){eg}" if but else eg
     if r.direction == "do":
         if fam == "use":
             text = f"**Run {code(val)}{_before(r)}**{eg}."
@@ -246,7 +282,7 @@ def rules_markdown(name: str, rules: list[Rule], rejected: list[dict]) -> str:
         lines += [
             f"## {r.direction}: {code(r.feature)} ({scope_label(r.scope)})",
             "",
-            guidance(r),
+            guidance(r, rules),
             "",
             f"- support: {r.n_with} runs with the feature ({r.n_with_success} succeeded) of {r.n_scope} in scope",
             f"- confidence {r.confidence:.3f}, base rate {r.base_rate:.3f}, lift {r.lift:.3f}, "

@@ -82,7 +82,7 @@ class WriterInfo:
 
 
 def template_ops(rules: list[Rule]) -> list[Op]:
-    return [Op("add", section_of(r), guidance(r), rule=r.key, reason="mined rule") for r in rules]
+    return [Op("add", section_of(r), guidance(r, rules), rule=r.key, reason="mined rule") for r in rules]
 
 
 def _clean(text: str) -> str:
@@ -148,7 +148,9 @@ def llm_ops(client: ChatClient, rules: list[Rule], scope: str) -> tuple[list[Op]
             sec = section_of(r)  # an avoid rule is never written as a step to take, nor the reverse
         why = unsupported(text, _evidence_text([r]))
         if why:  # the rule stays, in trajlab's own words
-            ops.append(Op("add", section_of(r), guidance(r), rule=key, reason=f"template: model text {why}"))
+            ops.append(
+                Op("add", section_of(r), guidance(r, rules), rule=key, reason=f"template: model text {why}")
+            )
             continue
         ops.append(Op("add", sec, f"{text} {evidence_note(r)}", rule=key, reason="llm writer"))
     if not ops:
