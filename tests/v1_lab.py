@@ -59,3 +59,32 @@ def rounded(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: rounded(x) for k, x in v.items()}
     return v
+
+
+def count_missing_programs(lab: Path, dest: Path) -> Path:
+    """Copy the lab at `lab` to `dest` and number every tool call in `steps.tool_seq`, those of a program
+    the shell did not find too (numbered 0 since rows v7): the lab as rows v6 wrote it, which counted
+    such calls as uses, as a schema-v1 lab (no tool_seq) still does. Returns `dest`."""
+    shutil.copytree(lab, dest, symlinks=True)
+    shutil.rmtree(dest / "_cache", ignore_errors=True)
+    manifest = json.loads((dest / "lab.json").read_text())
+    for part in manifest["tables"]["steps"]["parts"]:
+        path = dest / part["path"]
+        pf = pq.ParquetFile(path)
+        t = pf.read()
+        rows = t.select(["trajectory_id", "step_index", "kind", "tool", "tool_name"]).to_pylist()
+        seq = [0] * len(rows)
+        seen: dict[tuple[str, str], int] = {}
+        for k in sorted(range(len(rows)), key=lambda k: (rows[k]["trajectory_id"], rows[k]["step_index"])):
+            r = rows[k]
+            if r["kind"] == "tool_call":
+                name = r["tool"] if r["tool"] is not None else r["tool_name"]
+                key = (r["trajectory_id"], "(unknown)" if name is None else name)
+                seq[k] = seen[key] = seen.get(key, 0) + 1
+        i = t.schema.get_field_index("tool_seq")
+        t = t.set_column(i, t.schema.field(i), pa.array(seq, t.schema.field(i).type))
+        group = pf.metadata.row_group(0).num_rows if pf.metadata.num_row_groups else None
+        pq.write_table(t, path, row_group_size=group, **parquet_options(t.schema))
+        part["bytes"] = path.stat().st_size
+    (dest / "lab.json").write_text(json.dumps(manifest, indent=1))
+    return dest

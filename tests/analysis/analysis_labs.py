@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from trajlab.normalize import normalize_call
+from trajlab.normalize import normalize_call, program_not_found
 from trajlab.schema import TABLES, arrow_schema, default_row
 from trajlab.store import Lab
 
@@ -93,7 +93,8 @@ class LabBuilder:
 
 def with_tool_seq(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows with `tool_seq` as ingest writes it: per trajectory, the running count of calls of the
-    same tool (tool, else tool_name, else "(unknown)") in step order, 0 on other steps."""
+    same tool (tool, else tool_name, else "(unknown)") in step order, 0 on other steps and on calls of a
+    program the shell did not find."""
     seen: dict[tuple[str, str], int] = {}
     out = []
     for s in sorted(steps, key=lambda s: (s["trajectory_id"], s["step_index"])):
@@ -101,7 +102,10 @@ def with_tool_seq(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if s["kind"] == "tool_call":
             tool = s.get("tool") if s.get("tool") is not None else s.get("tool_name")
             k = (s["trajectory_id"], "(unknown)" if tool is None else tool)
-            seq = seen[k] = seen.get(k, 0) + 1
+            if not program_not_found(
+                k[1], s.get("exit_code"), s.get("is_error"), s.get("output"), s.get("stderr")
+            ):
+                seq = seen[k] = seen.get(k, 0) + 1
         out.append({**s, "tool_seq": seq})
     return out
 

@@ -135,7 +135,7 @@ SELECT count(*) AS wrong FROM (
     SELECT tool_seq, row_number() OVER (
         PARTITION BY trajectory_id, coalesce(tool, tool_name, '(unknown)') ORDER BY step_index
     ) AS expected
-    FROM steps WHERE kind = 'tool_call'
+    FROM steps WHERE kind = 'tool_call' AND tool_seq <> 0
 ) WHERE tool_seq IS DISTINCT FROM expected
 """
 
@@ -145,9 +145,20 @@ def test_tool_seq_numbers_real_calls_and_gaps_agree_across_sources(corpus_lab):
     """Ingest numbers every call of a tool in its trajectory (sub-agents included); the gap query
     counting first uses by tool_seq gives the table counted by a GROUP BY per trajectory and tool."""
     from trajlab.analysis import refresh_tool_usage
+    from trajlab.normalize import program_not_found
 
     lab, _ = corpus_lab
     assert run_sql(lab, TOOL_SEQ_WRONG).to_pylist() == [{"wrong": 0}]
+    # the calls numbered 0 are exactly those of a program the shell did not find
+    failed = run_sql(
+        lab,
+        "SELECT coalesce(tool, tool_name, '(unknown)') AS tool, exit_code, is_error, output, stderr, "
+        "tool_seq FROM steps WHERE kind = 'tool_call' AND (is_error OR exit_code = 127 OR tool_seq = 0)",
+    ).to_pylist()
+    for r in failed:
+        missing = program_not_found(r["tool"], r["exit_code"], r["is_error"], r["output"], r["stderr"])
+        assert (r["tool_seq"] == 0) == missing, r
+    assert any(r["tool_seq"] == 0 for r in failed)  # the corpus has such calls
     assert run_sql(lab, "SELECT count(*) AS n FROM steps WHERE kind <> 'tool_call' AND tool_seq <> 0")[
         "n"
     ].to_pylist() == [0]

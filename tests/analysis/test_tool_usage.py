@@ -302,3 +302,40 @@ def test_gaps_from_steps_count_first_uses_by_tool_seq(builder, tmp_path):
     rows = {r["tool"]: r for r in run_sql(mixed, "gaps", params=p0, counts="steps").to_pylist()}
     assert rows["ffprobe"]["calls_failure"] == 2 and rows["ffprobe"]["traj_using_failure"] == 1
     assert rows["python"]["calls_failure"] == 4 and rows["python"]["traj_using_failure"] == 2
+
+
+def test_a_program_the_shell_did_not_find_is_no_use_of_it(tmp_path):
+    """`whisper: command not found` ran no whisper: the gap tables of every source and key leave the call
+    out, so a missing tool does not look like a tool that failed runs use (the demo's planted
+    "whisper not installed" failures had made 13 whisper calls in failed runs)."""
+    p0 = {"min_support": 0, "min_trajectories": 0}
+    b = LabBuilder(tmp_path / "lab").traj("S1", "success").traj("F1", "failure")
+    missing = {"exit_code": 127, "output": "bash: line 1: whisper: command not found"}
+    b.call("S1", "whisper", error=True, **missing)
+    b.shell("S1", "pip install -q openai-whisper")
+    b.call("S1", "whisper", output="[00:00.000 --> 00:04.000] 120 thousand")
+    b.call("F1", "whisper", error=True, **missing)
+    b.call("F1", "whisper", error=True, exit_code=1, output="RuntimeError: ffmpeg was not found")  # ran
+    b.call("F1", "python", error=True, **missing)  # another program's message is no proof
+    lab = b.build()
+    seqs = run_sql(lab, "SELECT trajectory_id, tool, tool_seq FROM steps ORDER BY ALL").to_pylist()
+    assert [(r["trajectory_id"], r["tool"], r["tool_seq"]) for r in seqs] == [
+        ("F1", "python", 1), ("F1", "whisper", 0), ("F1", "whisper", 1),
+        ("S1", "pip", 1), ("S1", "whisper", 0), ("S1", "whisper", 1),
+    ]  # fmt: skip
+    for key in ("tool", "program"):
+        want = None
+        for counts in ("steps", "tool_usage"):
+            if counts == "tool_usage":
+                refresh_tool_usage(lab, key, progress=False)
+            got = run_sql(lab, "gaps", key=key, params=p0, counts=counts)
+            rows = {r["tool"]: r for r in got.to_pylist()}
+            w = rows["whisper"]
+            assert (w["calls_success"], w["calls_failure"]) == (1, 1), (key, counts)
+            assert (w["traj_using_success"], w["traj_using_failure"]) == (1, 1), (key, counts)
+            assert rows["python"]["calls_failure"] == 1
+            want = want or got
+            assert got.equals(want)
+    # the overview of calls still shows every attempt, with its error
+    tools = {r["tool"]: r for r in run_sql(lab, "tools").to_pylist()}
+    assert tools["whisper"]["n_calls"] == 4

@@ -1,6 +1,11 @@
 """The analyses on a lab written with schema v1 (steps parts without `tool_seq`) give the numbers they
 give on the same lab written today, without upgrading its manifest (v1 stays v1), and stay equal once
-ingest adds v2 parts to it (a mixed lab) or re-reads its runs with --force; so do the DAGs."""
+ingest adds v2 parts to it (a mixed lab) or re-reads its runs with --force; so do the DAGs.
+
+One difference is by design: a v1 part cannot tell a call of a program the shell did not find
+(`whisper: command not found`, numbered `tool_seq = 0` since rows v7) from a use of the tool, so the
+tool-use analyses count it there, as the lab written today would with every call numbered
+(`count_missing_programs`); a re-read (--force) applies the rule."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from cli_harness import example_lab, run
-from v1_lab import rounded, v1_copy
+from v1_lab import count_missing_programs, rounded, v1_copy
 
 from trajlab import analysis
 from trajlab.review import review_stage
@@ -79,7 +84,13 @@ def test_analyses_on_a_v1_lab_agree_with_the_lab_written_today(labs):
     want, got = _results(new), _results(old)
     assert [k for k, rows in want.items() if not rows] == []  # nothing agrees by being empty
     assert got.keys() == want.keys()
-    assert [k for k in want if got[k] != want[k]] == []
+    # the example runs have calls of a missing whisper: only the tool-use analyses count them on v1
+    missing = "SELECT count(*) AS n FROM steps WHERE kind = 'tool_call' AND tool_seq = 0"
+    assert query(new, missing).to_pylist()[0]["n"] > 0
+    differ = [k for k in want if got[k] != want[k]]
+    assert differ and all(k.startswith("gaps") for k in differ), differ
+    counted = _results(Lab.open(count_missing_programs(new_path, new_path.parent / "pre-v7")))
+    assert [k for k in counted if got[k] != counted[k]] == []
 
     # the numbers themselves, counted here without the analyses: calls and runs using each tool
     truth = query(
@@ -102,11 +113,14 @@ def test_a_v1_lab_that_ingest_adds_to_or_rereads_keeps_the_same_numbers(labs, tm
     re-reads the old runs and numbers their calls. The analyses agree with the lab written today at
     every step, and so do the DAGs rebuilt from both kinds of parts."""
     examples, new_path, old_path = labs
-    new, old = tmp_path / "new", tmp_path / "old"  # copies: the module's labs stay as they are
+    # copies (the module's labs stay as they are): the lab written today, the same with its calls of
+    # missing programs numbered as the v1 parts count them, and the v1 lab
+    new, counted, old = tmp_path / "new", tmp_path / "counted", tmp_path / "old"
     shutil.copytree(new_path, new, symlinks=True)
+    count_missing_programs(new_path, counted)
     shutil.copytree(old_path, old, symlinks=True)
     assert run("examples", str(tmp_path / "more"), "--tasks", "3", "--seed", "11").code == 0
-    for lab in (new, old):
+    for lab in (new, counted, old):
         assert run("ingest", str(tmp_path / "more" / "runs"), "--out", str(lab), "-q", "-j", "1").code == 0
         assert run("dag", "build", str(lab), "--rebuild", "-q").code == 0  # every DAG, from v1 parts too
     mixed = Lab.open(old)
@@ -115,7 +129,7 @@ def test_a_v1_lab_that_ingest_adds_to_or_rereads_keeps_the_same_numbers(labs, tm
     assert True in parts and False in parts
     added = query(mixed, "SELECT count(*) AS n FROM steps WHERE tool_seq IS NOT NULL").to_pylist()[0]["n"]
     assert 0 < added < mixed.rows("steps")
-    want = _results(Lab.open(new))
+    want = _results(Lab.open(counted))
     got = _results(mixed)
     assert [k for k in want if got[k] != want[k]] == []
     for dag in ("dag_nodes", "dag_edges", "dag_metrics"):
@@ -126,4 +140,4 @@ def test_a_v1_lab_that_ingest_adds_to_or_rereads_keeps_the_same_numbers(labs, tm
     assert run("ingest", str(examples / "runs"), "--out", str(old), "-q", "-j", "1", "--force").code == 0
     reread = Lab.open(old)
     assert query(reread, "SELECT count(*) AS n FROM steps WHERE tool_seq IS NULL").to_pylist() == [{"n": 0}]
-    assert _results(reread) == want
+    assert _results(reread) == _results(Lab.open(new))

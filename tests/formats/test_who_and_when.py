@@ -52,13 +52,17 @@ def test_hand_crafted_one_step_per_message_and_annotation():
     assert json.loads(run1["metadata"]) == {"executes_step": 3}
     assert run2["tool_name"] == "bash" and run2["exit_code"] == 127 and run2["is_error"] is True
     assert run2["tool"] == "ffmpeg" and run2["modality"] == "audio"
-    # "no code to execute" is the chat's notice that nothing ran, not a failure
-    assert nocode["kind"] == "tool_call" and nocode["arguments"] is None and nocode["is_error"] is False
-    assert t["n_tool_calls"] == 3 and t["n_errors"] == 1
+    # "no code to execute" is the chat's notice that nothing ran: a message, no call and no failure
+    assert nocode["kind"] == "assistant" and nocode["agent_id"] == "ComputerTerminal"
+    assert nocode["text"].startswith("No code block detected") and json.loads(nocode["metadata"]) == {
+        "ran": False
+    }
+    assert not nocode.get("is_error") and nocode.get("arguments") is None
+    assert t["n_tool_calls"] == 2 and t["n_errors"] == 1
     assert (
         t["n_subagents"] == 0
     )  # Orchestrator, Assistant, ComputerTerminal: peers of one chat, no sub-agents
-    assert "history[10]: execution output without a preceding code block" in t["anomalies"]
+    assert not any("without a preceding code block" in a for a in t["anomalies"])
 
 
 def test_algorithm_generated_names_and_is_correct():
@@ -174,9 +178,9 @@ def test_captain_agent_terminal_runs_only_the_last_messages_code(tmp_path):
         system_prompt={"Music_Expert": "..."},
     )
     assert steps[1]["arguments"] is not None and json.loads(steps[1]["metadata"]) == {"executes_step": 0}
-    notice = steps[3]
-    assert notice["arguments"] is None and notice["metadata"] is None  # not the first message's code again
-    assert notice["is_error"] is False and t["n_errors"] == 0
+    notice = steps[3]  # not the first message's code again: nothing ran
+    assert notice["kind"] == "assistant" and json.loads(notice["metadata"]) == {"ran": False}
+    assert not notice.get("is_error") and t["n_errors"] == 0 and t["n_tool_calls"] == 1
 
 
 def test_annotation_at_the_end_of_a_long_file_is_found(tmp_path):
@@ -327,7 +331,9 @@ def test_corpus_who_and_when(corpus_dir, tmp_path):
     lab = Lab.open(tmp_path / "lab")
     t = lab.read("trajectories").to_pylist()
     assert len(t) == 92 and {x["outcome"] for x in t} == {"failure"}
-    steps = lab.read("steps", ["trajectory_id", "step_index", "agent_id", "kind"]).to_pylist()
+    steps = lab.read(
+        "steps", ["trajectory_id", "step_index", "agent_id", "kind", "text", "metadata"]
+    ).to_pylist()
     by_t: dict[str, dict[int, dict]] = {}
     for s in steps:
         by_t.setdefault(s["trajectory_id"], {})[s["step_index"]] = s
@@ -349,8 +355,15 @@ def test_corpus_who_and_when(corpus_dir, tmp_path):
     by_agent: dict[str, int] = {}
     for s in calls:
         by_agent[s["agent_id"]] = by_agent.get(s["agent_id"], 0) + 1
-    # code executions, and the Magentic-One surfers' action reports (their summaries stay text)
-    assert by_agent == {"Computer_terminal": 145, "ComputerTerminal": 3, "WebSurfer": 266, "FileSurfer": 17}
+    # code executions, and the Magentic-One surfers' action reports (their summaries stay text); the
+    # terminals' 29 "no code to execute" notices are messages
+    assert by_agent == {"Computer_terminal": 117, "ComputerTerminal": 2, "WebSurfer": 266, "FileSurfer": 17}
+    notices = [
+        s
+        for s in steps
+        if s["kind"] == "assistant" and json.loads(s.get("metadata") or "{}") == {"ran": False}
+    ]
+    assert len(notices) == 29 and all("code" in s["text"] for s in notices)
 
 
 @pytest.mark.corpus

@@ -46,6 +46,11 @@ GROUP_COLUMNS: tuple[str, ...] = (
 
 GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "reasoning_effort"}
 
+USED_CALL = "kind = 'tool_call' AND coalesce(tool_seq, 1) <> 0"
+"""The tool calls that count as uses of their tool: all but those numbered `tool_seq = 0`, calls of a
+program the shell did not find (`whisper: command not found`; `trajlab.normalize.program_not_found`).
+Parts written before `tool_seq` read it as null: their calls all count."""
+
 PLACEHOLDERS = ("by", "partition_by", "key", "tool_counts", "tool_use")
 
 # coalesce(tool, tool_name, '(unknown)'), written as a CASE: DuckDB evaluates coalesce over strings by
@@ -85,7 +90,7 @@ def tool_counts_sql(key: str | None = None, source: str = "steps") -> str:
     # one line: the placeholder may also appear in a `--` comment
     return (
         "(SELECT trajectory_id, tool, count(*) AS n_calls FROM (SELECT trajectory_id, "
-        f"{TOOL_KEYS[key]} AS tool FROM steps WHERE kind = 'tool_call') GROUP BY ALL)"
+        f"{TOOL_KEYS[key]} AS tool FROM steps WHERE {USED_CALL}) GROUP BY ALL)"
     )
 
 
@@ -97,8 +102,10 @@ def tool_use_sql(key: str | None = None, source: str = "steps") -> str:
     From `tool_usage` or a GROUP BY (see `tool_counts_sql`) that is one row per trajectory and tool
     with n_users 1. From `steps` under the `tool` key it is one row per call, n_users 1 on the
     trajectory's first call of the tool (`tool_seq = 1`): no GROUP BY with a group per trajectory and
-    tool, which took about half the time of a gap query on 10M calls. Parts written before `tool_seq` existed read it as null; their
-    calls are counted by the GROUP BY (a branch that Parquet statistics prune when no part lacks it).
+    tool, which took about half the time of a gap query on 10M calls. Parts written before `tool_seq`
+    existed read it as null; their calls are counted by the GROUP BY (a branch that Parquet statistics
+    prune when no part lacks it). Either way a call of a program the shell did not find is no use of
+    the tool (see USED_CALL).
     """
     key = key or "tool"
     counts = tool_counts_sql(key, source)

@@ -32,13 +32,13 @@ from pydantic import Field
 
 from ..schema import Table, arrow_schema
 from ..store import Lab, Manifest
-from ._catalog import TOOL_KEYS
+from ._catalog import TOOL_KEYS, USED_CALL
 
 TOOL_USAGE_DIR = Path("_cache") / "tool_usage"
 """Where the materialized counts live, relative to the lab folder (ignored by Parquet globbing and by
 the store, like `_staging`)."""
 
-_FORMAT = "tool_usage/1"  # bump when the columns or their meaning change: old files become stale
+_FORMAT = "tool_usage/2"  # bump when the columns or their meaning change: old files become stale
 
 
 class ToolUsage(Table):
@@ -70,7 +70,7 @@ def usage_select(key: str) -> str:
         f"SELECT '{key}' AS key, trajectory_id, tool, count(*) AS n_calls,\n"
         "    count(*) FILTER (WHERE failed) AS n_errors, min(step_index) AS first_index\n"
         f"FROM (SELECT trajectory_id, {TOOL_KEYS[key]} AS tool, is_error OR timed_out AS failed, step_index\n"
-        "      FROM steps WHERE kind = 'tool_call')\n"
+        f"      FROM steps WHERE {USED_CALL})\n"
         "GROUP BY ALL"
     )
 

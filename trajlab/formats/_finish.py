@@ -6,12 +6,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..fsutil import path_text
-from ..normalize import normalize_call
+from ..normalize import NOT_FOUND_EXIT, normalize_call, program_not_found
 from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 6
+ROWS_VERSION = 7
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -35,7 +35,9 @@ Inspect's `web_browser_*` tools are `browser`; Claude Code's plan mode is `plan`
 mixed) are analyzed; `import cv2` alone is image work (video needs `VideoCapture`, `VideoWriter`...);
 CaptainAgent's helper functions (`perform_web_search`, `optical_character_recognition`...) give Python
 their modality; `mix deps.get` installs (web).
-6: `n_subagents` counts the agents that run below another (depth > 0), not the peers of a group chat."""
+6: `n_subagents` counts the agents that run below another (depth > 0), not the peers of a group chat.
+7: a call of a program the shell did not find (exit 127 and `whisper: command not found`,
+`trajlab.normalize.program_not_found`) is numbered `tool_seq = 0`: no use of the tool."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
@@ -136,7 +138,13 @@ def finish_trajectory(
                 key = s.get("tool_name")
                 if key is None:
                     key = "(unknown)"
-            s["tool_seq"] = seq_of[key] = seq_of.get(key, 0) + 1
+            exit_code = s.get("exit_code")
+            if (
+                exit_code == NOT_FOUND_EXIT or (exit_code is None and s.get("is_error"))
+            ) and program_not_found(key, exit_code, s.get("is_error"), s.get("output"), s.get("stderr")):
+                s["tool_seq"] = 0  # the shell found no such program: an attempt, not a use of the tool
+            else:
+                s["tool_seq"] = seq_of[key] = seq_of.get(key, 0) + 1
         else:
             s["tool_seq"] = 0
         if s.get("is_error"):

@@ -62,6 +62,11 @@ _ADDRESS_RE = re.compile(r"Address: (?P<addr>\S+)")
 # which may say anything)
 _FILE_ERROR_RE = re.compile(r"^Title: Error 404$|^File not found:|^Error\. Could not transcribe", re.M)
 _FILE_ERROR_HEAD = 1000
+# The terminal's notice that it found nothing to run (AutoGen's code executor agents)
+_NO_CODE_RE = re.compile(
+    r"\s*(?:There is no code from the last \d+ messages? for me to execute|No code blocks? (?:found|detected))",
+    re.I,
+)
 
 
 def _agent_of(msg: dict[str, Any]) -> tuple[str, str | None]:
@@ -176,10 +181,11 @@ class WhoAndWhenAdapter(Adapter):
     runner = "who_and_when"
     extensions = (".json",)
     priority = 30
-    version = 5  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
+    version = 6  # 2: WebSurfer/FileSurfer action reports are tool calls; 3: "no code to execute" is no
     # error, and a CaptainAgent terminal runs only the last message's code; 4: a WebSurfer action's
     # page_url is the page it acted on (the one its previous report showed), not the page it led to;
-    # 5: `is_correct` gives the reward (1/0)
+    # 5: `is_correct` gives the reward (1/0); 6: the terminal's "no code to execute" notice is a message
+    # (kind assistant, metadata {"ran": false}), not a tool call
     description = "Who&When failure-attribution logs (history + mistake_agent/mistake_step annotation)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -239,6 +245,13 @@ class WhoAndWhenAdapter(Adapter):
             base = {"role": role, "agent_id": agent, "source_line": i}
             if agent not in agents and role != "human":
                 agents.append(agent)
+            if agent.lower() in _TERMINALS and _NO_CODE_RE.match(text):
+                # "There is no code from the last 1 message for me to execute": the terminal ran
+                # nothing, so this is a message of the chat, not a tool call (28 such turns of the
+                # corpus had counted as calls)
+                steps.append({**base, "kind": "assistant", "text": text, "metadata": {"ran": False}})
+                last_blocks = None
+                continue
             if agent.lower() in _TERMINALS:
                 tool_name, args = _exec_call(last_blocks)
                 code = _exit_code(text)
@@ -249,8 +262,7 @@ class WhoAndWhenAdapter(Adapter):
                     "arguments": args,
                     "output": text,
                     "exit_code": code,
-                    # "There is no code from the last 1 message for me to execute" is the group chat's
-                    # notice that nothing ran, no failure of the agents' work: only a failed exit status is
+                    # only a failed exit status is an error
                     "is_error": code not in (0, None),
                     "metadata": {"executes_step": last_blocks_at} if args is not None else None,
                 }

@@ -10,6 +10,7 @@ from ._lexicon import (
     SUBMIT_SENTINELS,
     VIDEO_EXT,
 )
+from ._missing import NOT_FOUND_EXIT, program_not_found
 from ._parallel import PARALLEL_MAX_JOBS, ParallelJobs, parallel_jobs
 from ._resolve import CONTAINER_RUNNERS, LOOKED_THROUGH, program_name, resolve
 from ._shell import ParsedShell, SimpleCommand, parse_shell
@@ -20,6 +21,7 @@ __all__ = [
     "CONTAINER_RUNNERS",
     "IMAGE_EXT",
     "LOOKED_THROUGH",
+    "NOT_FOUND_EXIT",
     "PARALLEL_MAX_JOBS",
     "PYTHON_LANGS",
     "RUNNER_TOOLS",
@@ -36,5 +38,6 @@ __all__ = [
     "parallel_jobs",
     "parse_shell",
     "program_name",
+    "program_not_found",
     "resolve",
 ]
