@@ -229,7 +229,9 @@ def test_web_answer_for_a_media_task_is_flagged() -> None:
     assert edge(d, 2, 3, "answer")["artifact"] == "value:48.75"
     signals = {c["step_index"]: c["signal"] for c in d.candidates}
     assert signals[1] == "modality_branch_unused"
-    assert signals[2] == "external_knowledge_on_answer_path"
+    # the answer lacks the image evidence and stands on the search (DAG_VERSION 35; before, the search
+    # was `external_knowledge_on_answer_path`, ranked below the answer)
+    assert signals[2] == "knowledge_instead_of_evidence" and d.candidates[0]["step_index"] == 2
 
 
 def test_single_frame_sampling() -> None:
@@ -241,3 +243,47 @@ def test_single_frame_sampling() -> None:
     d = r.dag()
     assert (d.candidates[0]["step_index"], d.candidates[0]["signal"]) == (1, "single_frame_sampling")
     assert edge(d, 1, 2, "data")["artifact"] == "frame.png"
+
+
+def test_a_web_answer_in_place_of_the_media_evidence_ranks_the_web_step_first() -> None:
+    """An audio task answered from a web search, never transcribed: the search is where the run left the
+    evidence for outside knowledge, ranked above the answer that lacks the audio."""
+    r = Run(domain="audio")
+    r.user("In earnings_call.mp3 the CFO lists three segment amounts. What is their total, in thousands?")
+    r.bash("ffprobe -v error -show_format earnings_call.mp3", "duration=312.4")  # 1
+    r.call("WebSearch", {"query": "earnings call segment amounts"}, "Result: segments reported 701 thousand.")
+    r.say("The total is 701 thousand.")  # 3
+    d = r.dag()
+    top, second = d.candidates[0], d.candidates[1]
+    assert (top["step_index"], top["signal"]) == (2, "knowledge_instead_of_evidence")
+    assert (
+        "audio evidence was needed" in top["reason"]
+        and "also external_knowledge_on_answer_path" in top["reason"]
+    )
+    assert (second["step_index"], second["signal"]) == (3, "answer_without_modality")
+    # a search whose results the runner did not record (a hosted web search) is where the answer may
+    # come from: the same rank
+    hidden = Run(domain="audio")
+    hidden.user(
+        "In earnings_call.mp3 the CFO lists three segment amounts. What is their total, in thousands?"
+    )
+    hidden.bash("ffprobe -v error -show_format earnings_call.mp3", "duration=312.4")  # 1
+    hidden.call("web_search", {"query": "earnings call segment amounts"}, None, exit_code=None)  # 2
+    hidden.say("The total is 701 thousand.")  # 3
+    top = hidden.dag().candidates[0]
+    assert (top["step_index"], top["signal"]) == (2, "knowledge_instead_of_evidence")
+    # with the audio transcribed, the answer lacks nothing: no such candidate
+    fine = mixed_run()
+    assert all(c["signal"] != "knowledge_instead_of_evidence" for c in fine.dag().candidates)
+
+
+def test_an_answer_source_whose_literal_arithmetic_checks_out_says_so() -> None:
+    d = mixed_run().dag()  # python3 -c "print(17 * 23)" printed 391
+    source = next(c for c in d.candidates if c["signal"] == "answer_source")
+    assert "arithmetic over the literals it was given checks out" in source["reason"]
+    wrong = mixed_run()
+    wrong.steps[5]["output"] = "401"  # not what 17 * 23 gives
+    wrong.say("The product is 401.")
+    del wrong.steps[6]
+    sources = [c for c in wrong.dag().candidates if c["signal"] == "answer_source"]
+    assert sources and all("checks out" not in c["reason"] for c in sources)

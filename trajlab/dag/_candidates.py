@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._answer import SHORT_ANSWER_WORDS, content_words, is_evidence, numbers_in, task_text, term_re
+from ._arith import checked_arithmetic
 from ._stepio import SETUP_TOOLS
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ SIGNALS: dict[str, float] = {
     "last_unrecovered_error": 0.88,
     "single_frame_sampling": 0.87,
     "unevidenced_origin": 0.865,
+    "knowledge_instead_of_evidence": 0.862,
     "answer_without_modality": 0.86,
     "missing_modality_branch": 0.85,
     "answer_unsupported": 0.83,
@@ -248,6 +250,7 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
             "answer_value_unsupported",
             f"the final answer (step {answer}) states {vals}, which no tool output contains",
         )
+    hidden: list[int] = []
     if unsupported or (evidenced and support["unsupported_values"]):
         # Steps whose results the runner did not record (a hosted web search, say) may hold what we cannot see.
         hidden = [
@@ -270,6 +273,7 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
         },
         reverse=True,
     )
+    webs: list[int] = []
     if required and "web" not in required:
         webs = sorted(
             (
@@ -288,8 +292,35 @@ def _answer(b: _Builder, ctx: dict[str, Any], r: _Ranker, lacking: list[str]) ->
                 f"{_what(b, v)} brought outside knowledge into the answer of a {'/'.join(required)} task",
                 rank=k,
             )
+        if lacking:
+            # the answer lacks the media evidence the task needs and stands on a web step instead (on
+            # its path, or an unrecorded search it may come from): that step is where the run turned
+            # from the evidence to outside knowledge, more telling than the answer that followed
+            outside = [*webs, *(v for v in hidden if nodes[v]["tool"] in _WEB_TOOLS)]
+            if outside:
+                v = max(outside)
+                r.add(
+                    v,
+                    "knowledge_instead_of_evidence",
+                    f"{_what(b, v)} brought outside knowledge where the task's {' or '.join(lacking)} "
+                    "evidence was needed, and the answer stands on it",
+                )
     for k, v in enumerate(sources):
-        r.add(v, "answer_source", f"{_what(b, v)} printed the value the final answer states", rank=3 * k)
+        # Whether a misread value or a wrong formula went into a computation whose arithmetic is right
+        # cannot be told from the log (the example runs plant both), so the rank stays; the reason says
+        # which part is checked, for the judge.
+        checked = (
+            " (its arithmetic over the literals it was given checks out: a wrong value in them or a wrong "
+            "formula, not the arithmetic)"
+            if checked_arithmetic(b.by_idx[v])
+            else ""
+        )
+        r.add(
+            v,
+            "answer_source",
+            f"{_what(b, v)} printed the value the final answer states{checked}",
+            rank=3 * k,
+        )
     media = sorted(
         (
             v

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 34
+DAG_VERSION = 35
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -89,7 +89,10 @@ code are no dead ends; a browser click on another link is no retry.
 wrote: it hands in its answer, not its files.
 34: two calls close in time (Codex) are not one response when the first had finished before the second
 was issued and records lie between them (its output): a quick ffmpeg and the tesseract run on its frames
-0.15 s later are two responses, and the frames' data edge is kept."""
+0.15 s later are two responses, and the frames' data edge is kept.
+35: a web step that an answer lacking the task's media evidence stands on (on its path, or an unrecorded
+search it may come from) is a `knowledge_instead_of_evidence` candidate ranked above that answer; an
+answer source that prints literal arithmetic which checks out says so in its reason."""
 
 STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
 """Runners whose logs hold no message with an answer because the tests grade the state the agent left
