@@ -250,7 +250,7 @@ def test_split_exec_output_common_headers_read_as_any_header(text: str) -> None:
 
 # file stem prefix -> (records, steps, tool calls, errors, user prompts, final answer start)
 CORPUS = {
-    "rollout-2026-05-11T11-26-55": (386, 148, 105, 4, 2, "Implemented the default context compaction"),
+    "rollout-2026-05-11T11-26-55": (386, 148, 105, 5, 2, "Implemented the default context compaction"),
     "rollout-2026-05-11T13-28-45": (99, 61, 38, 1, 3, "I couldn’t directly inspect"),
 }
 
@@ -297,6 +297,38 @@ def test_corpus_unified_exec_details(corpus_dir: Path) -> None:
     # no harness header is left in any output
     assert not any((s.get("output") or "").startswith("Chunk ID:") for s in calls)
     # a failing command polled to its end: the command carries the error, the poll the exit code
-    failed = [s for s in calls if s.get("is_error")]
-    assert [s["tool_name"] for s in failed] == ["exec_command"] * 4
-    assert sorted(s["exit_code"] for s in failed) == [1, 1, 1, 2]
+    failed = [s for s in calls if s.get("is_error") and s["tool_name"] == "exec_command"]
+    assert len(failed) == 4 and sorted(s["exit_code"] for s in failed) == [1, 1, 1, 2]
+    # and a write_stdin the harness refused ("write_stdin failed: stdin is closed for this session")
+    refused = [s for s in calls if s.get("is_error") and s["tool_name"] != "exec_command"]
+    assert [(s["tool_name"], s.get("exit_code")) for s in refused] == [("write_stdin", None)]
+    assert refused[0]["output"].startswith("write_stdin failed: stdin is closed")
+
+
+def test_a_tool_that_failed_without_running_a_command_is_an_error(tmp_path: Path) -> None:
+    """Codex answers a call it could not carry out with `<tool> failed: why` and no exit-code header
+    (`write_stdin failed: stdin is closed for this session`, in the corpus): the call failed."""
+
+    def item(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item", "payload": payload}
+
+    call = {"type": "function_call", "name": "write_stdin"}
+    lines = [
+        {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s1"}},
+        item({**call, "call_id": "c1", "arguments": '{"session_id": 7, "chars": "y\\n"}'}),
+        item(
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true",
+            }
+        ),
+        item({**call, "call_id": "c2", "arguments": '{"session_id": 7, "chars": "n\\n"}'}),
+        item({"type": "function_call_output", "call_id": "c2", "output": "the job failed: see log"}),
+    ]
+    p = tmp_path / "rollout-x.jsonl"
+    p.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    _, steps, _ = parse(p)
+    failed, other = (s for s in steps if s["kind"] == "tool_call")
+    assert failed["is_error"] is True and failed.get("exit_code") is None
+    assert not other.get("is_error")  # a program's own words, not the harness's

@@ -17,7 +17,9 @@ from trajlab.ingest import ingest
 from trajlab.store import Lab, query
 
 CC = _get_adapter("claude-code").version
-"""The Claude Code adapter's version (2 since its branch fix); the Codex adapter's is 1."""
+"""The Claude Code adapter's version (2 since its branch fix)."""
+CX = _get_adapter("codex-rollout").version
+"""The Codex adapter's version (2 since calls it refused are errors)."""
 
 
 def _sources(lab_dir: Path) -> dict[str, dict]:
@@ -35,22 +37,22 @@ def test_a_new_adapter_version_reparses_only_its_units(
     build_lab(lab, progress=False)
     before = _sources(lab)
     assert {r["format"]: r["adapter_version"] for r in before.values()} == {
-        "codex-rollout": 1,
+        "codex-rollout": CX,
         "claude-code": CC,
     }
 
-    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 2)
+    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", CX + 1)
     rep = ingest([runs], lab, workers=1, progress=False)
     assert rep.commits == 1
     assert {k: (v.files, v.unchanged) for k, v in rep.runners.items()} == {
         "codex": (1, 0),
         "claude_code": (0, 1),
     }
-    assert rep.reparsed == {"codex-rollout v1 -> v2": 1}
-    assert "parsed again, bytes unchanged: 1 unit codex-rollout v1 -> v2" in rep.format()
+    assert rep.reparsed == {f"codex-rollout v{CX} -> v{CX + 1}": 1}
+    assert f"parsed again, bytes unchanged: 1 unit codex-rollout v{CX} -> v{CX + 1}" in rep.format()
     after = _sources(lab)
     assert {r["format"]: r["adapter_version"] for r in after.values()} == {
-        "codex-rollout": 2,
+        "codex-rollout": CX + 1,
         "claude-code": CC,
     }
     # same bytes, same ids: the runs were replaced, not added
@@ -88,8 +90,9 @@ def test_a_lab_from_before_adapter_versions_counts_as_version_1(
     ingest([runs], lab, workers=1, progress=False)
     assert {r["adapter_version"] for r in _sources(lab).values()} == {None}
     monkeypatch.undo()
-    # the adapters as they were at version 1 (the Claude Code adapter has changed since)
+    # the adapters as they were at version 1 (the Claude Code and Codex adapters have changed since)
     monkeypatch.setattr(type(_get_adapter("claude-code")), "version", 1)
+    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 1)
     rep = ingest([runs], lab, workers=1, progress=False)
     assert rep.commits == 0 and rep.reparsed == {}
     monkeypatch.setattr(type(_get_adapter("claude-code")), "version", 2)
@@ -238,10 +241,10 @@ def test_a_touched_unit_whose_adapter_changed_is_reported_and_loses_its_dag(
     (rollout,) = (runs / "codex").iterdir()
     st = rollout.stat()
     os.utime(rollout, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
-    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", 2)
+    monkeypatch.setattr(type(_get_adapter("codex-rollout")), "version", CX + 1)
     rep = ingest([runs], lab, workers=1, progress=False)
-    assert rep.reparsed == {"codex-rollout v1 -> v2": 1}
+    assert rep.reparsed == {f"codex-rollout v{CX} -> v{CX + 1}": 1}
     assert rep.runners["codex"].files == 1
-    assert _sources(lab)[rollout.name]["adapter_version"] == 2
+    assert _sources(lab)[rollout.name]["adapter_version"] == CX + 1
     dags = query(Lab.open(lab), "select t.runner from dag_metrics join trajectories t using (trajectory_id)")
     assert dags.to_pylist() == [{"runner": "claude_code"}]

@@ -131,11 +131,11 @@ def test_a_snapshot_with_changed_rows_needs_a_version_bump(tmp_path: Path) -> No
     )
     want["steps"][codex_step] = "0" * 16  # as if the recorded row had been different
     assert unbumped(now, want, lab, root, current) == ["codex-rollout"]
-    assert unbumped(now, want, lab, root, {**current, "codex-rollout": 2}) == []
+    assert unbumped(now, want, lab, root, {**current, "codex-rollout": current["codex-rollout"] + 1}) == []
     assert unbumped(now, want, lab, root, {**current, "rows": current["rows"] + 1}) == []
     del want["trajectories"][next(iter(want["trajectories"]))]
     want["trajectories"]["t_gone"] = "0" * 16
-    assert unbumped(now, want, lab, root, {**current, "codex-rollout": 2}) == [
+    assert unbumped(now, want, lab, root, {**current, "codex-rollout": current["codex-rollout"] + 1}) == [
         "(a format whose rows vanished)"
     ]
 

@@ -215,6 +215,28 @@ CALLS = [
     ("execute_python", {"code": "import librosa\nlibrosa.load('a.wav')"}, "python", "audio", None),
     ("mcp__browser__navigate", {"url": "https://x"}, "mcp__browser__navigate", "web", None),
     ("mcp__node_repl__js", '{"title": "t", "code": "1+1"}', "mcp__node_repl__js", "compute", None),
+    # a code runner does what its code does: the corpus's Codex drove a browser through a node REPL
+    (
+        "mcp__node_repl__js",
+        {"code": "await tab.goto('https://x'); await tab.playwright.wait()"},
+        "mcp__node_repl__js",
+        "web",
+        None,
+    ),
+    (
+        "mcp__node_repl__js",
+        {"code": "const tabs = await agent.browser.tabs.list();"},
+        "mcp__node_repl__js",
+        "web",
+        None,
+    ),
+    (
+        "mcp__repl__python",
+        {"code": "import cv2\nprint(cv2.imread('a.png').shape)"},
+        "mcp__repl__python",
+        "image",
+        None,
+    ),
     # file-editor tools: the sub-command decides (a `view` is a read, not an edit)
     ("str_replace_editor", {"command": "view", "path": "/a.py"}, "read", "file", None),
     (

@@ -11,7 +11,7 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 7
+ROWS_VERSION = 8
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -37,7 +37,9 @@ CaptainAgent's helper functions (`perform_web_search`, `optical_character_recogn
 their modality; `mix deps.get` installs (web).
 6: `n_subagents` counts the agents that run below another (depth > 0), not the peers of a group chat.
 7: a call of a program the shell did not find (exit 127 and `whisper: command not found`,
-`trajlab.normalize.program_not_found`) is numbered `tool_seq = 0`: no use of the tool."""
+`trajlab.normalize.program_not_found`) is numbered `tool_seq = 0`: no use of the tool.
+8: an MCP tool's `code` argument gives its modality (a node REPL driving a browser is web), and code
+naming `browser` or `puppeteer` is web work."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)

@@ -65,6 +65,11 @@ def _is_injected(text: str) -> bool:
     return s.startswith(_INJECTED_PREFIXES) or (s.startswith("<") and "AGENTS.md" in s[:200])
 
 
+# What Codex answers a call it could not carry out (no exit-code header: no command ran), e.g.
+# "write_stdin failed: stdin is closed for this session", "failed to parse function arguments: ..."
+# (a tool's name has an underscore: "the job failed: ..." from a program is no refusal)
+_REFUSED = re.compile(r"(?:[a-z]+_[a-z_]+(?: [a-z]+)? failed: |failed to parse function arguments)")
+
 _EXEC_HEADER = re.compile(
     r"(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|Exit code"
     r"|Original token count|Total output lines)[^\n]*\n){1,8}(?:Output:\n|\Z)"
@@ -174,6 +179,7 @@ class CodexRolloutAdapter(Adapter):
     extensions = (".jsonl",)
     priority = 10
     description = "Codex CLI session rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)"
+    version = 2  # 2: a call Codex could not carry out ("write_stdin failed: ...") is an error
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
         # the first line with a type (or an early header) decides: damaged lines before it are skipped
@@ -516,6 +522,8 @@ class CodexRolloutAdapter(Adapter):
                     origin["is_error"] = True
             elif code != 0:
                 fields["is_error"] = True
+        elif session is None and type(text) is str and _REFUSED.match(text):
+            fields["is_error"] = True
         if step is not None and session is not None and step.get("tool") not in ("poll", "write_stdin"):
             st.sessions[session] = step
             md = step.get("metadata") or {}

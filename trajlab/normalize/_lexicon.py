@@ -279,10 +279,12 @@ PY_IMPORT_MODALITY = [
         ),
         "image",
     ),
-    # ... and its web helpers (search, Wikipedia tables, arXiv, YouTube captions and downloads) web access
+    # ... and its web helpers (search, Wikipedia tables, arXiv, YouTube captions and downloads) web access,
+    # as is code driving a browser (Playwright, Puppeteer, a REPL's `agent.browser`)
     (
         re.compile(
-            r"\b(requests|urllib|httpx|aiohttp|bs4|selenium|playwright|perform_web_search|scrape_wikipedia_tables"
+            r"\b(requests|urllib|httpx|aiohttp|bs4|selenium|playwright|puppeteer|browser|perform_web_search"
+            r"|scrape_wikipedia_tables"
             r"|arxiv_search|arxiv_download|get_youtube_caption|youtube_download)\b"
         ),
         "web",

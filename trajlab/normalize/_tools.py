@@ -401,8 +401,14 @@ def _normalize(tool_name: str | None, args: Any, json_string: bool = True) -> To
                 tool = "image_read"
         return ToolInfo(tool, (), modality, None)
     if low.startswith(("mcp__", "mcp_")):
+        # an MCP code runner (a node REPL driving a browser) does what its code does
+        code = argd.get("code") or argd.get("script")
+        by_code = _code_modality(code) if isinstance(code, str) else None
         return ToolInfo(
-            low, (), "web" if re.search(r"search|fetch|browse|web|http", low) else "compute", None
+            low,
+            (),
+            by_code or ("web" if re.search(r"search|fetch|browse|web|http", low) else "compute"),
+            None,
         )
     if re.search(r"search|fetch|browse|http|url", low):
         return ToolInfo(low, (), "web", None)
