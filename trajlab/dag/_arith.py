@@ -2,7 +2,8 @@
 
 `python3 -c "print(288 + 112 + 304)"` answering 704 did the sum right: if the run's answer was wrong,
 the numbers it was given (a misheard transcript, a misread frame) or the formula are where to look,
-not the arithmetic. The candidates rank such a computation below the perception steps it rests on.
+not the arithmetic. The candidates say so in the reason of such an answer source; they keep its rank,
+since which of the two went wrong the log cannot tell.
 
 Only a `print(...)` of number literals joined by + - * / // % (and small powers), with `round`, `abs`,
 `sum`, `min` and `max` over literals, counts; anything else (a name, a string, a script file) is not

@@ -247,7 +247,7 @@ class WhoAndWhenAdapter(Adapter):
                 agents.append(agent)
             if agent.lower() in _TERMINALS and _NO_CODE_RE.match(text):
                 # "There is no code from the last 1 message for me to execute": the terminal ran
-                # nothing, so this is a message of the chat, not a tool call (28 such turns of the
+                # nothing, so this is a message of the chat, not a tool call (29 such turns of the
                 # corpus had counted as calls)
                 steps.append({**base, "kind": "assistant", "text": text, "metadata": {"ran": False}})
                 last_blocks = None

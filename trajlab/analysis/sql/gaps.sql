@@ -11,8 +11,9 @@
 --   supported      the tool has at least $min_support calls and is used in at least $min_trajectories
 --                  trajectories; unsupported rows are kept but must not be read as findings
 -- Only trajectories with outcome success or failure take part. A call of a program the shell did not
--- find (`whisper: command not found`, numbered tool_seq = 0 by ingest) is no use of the tool: not counted. These are point estimates; `trajlab gaps`
--- (Python: trajlab.analysis.gaps) adds bootstrap intervals over trajectories and corrected tests.
+-- find (`whisper: command not found`, numbered tool_seq = 0 by ingest) is no use of the tool: not
+-- counted. These are point estimates; `trajlab gaps` (Python: trajlab.analysis.gaps) adds bootstrap
+-- intervals over trajectories and corrected tests.
 -- The calls come from the tool-use relation (below): rows whose sums give, per trajectory and tool, the
 -- calls and whether the tool was used. That is the materialized `tool_usage` table when it is current
 -- for the lab's steps (trajlab.analysis.refresh_tool_usage builds it; `trajlab gaps` does on big labs),
