@@ -149,16 +149,18 @@ def test_tool_seq_numbers_real_calls_and_gaps_agree_across_sources(corpus_lab):
 
     lab, _ = corpus_lab
     assert run_sql(lab, TOOL_SEQ_WRONG).to_pylist() == [{"wrong": 0}]
-    # the calls numbered 0 are exactly those of a program the shell did not find
+    # the calls numbered 0 are exactly those of a program the shell did not find and the harness's setup
     failed = run_sql(
         lab,
         "SELECT coalesce(tool, tool_name, '(unknown)') AS tool, exit_code, is_error, output, stderr, "
-        "tool_seq FROM steps WHERE kind = 'tool_call' AND (is_error OR exit_code = 127 OR tool_seq = 0)",
+        "coalesce(json_extract_string(metadata, '$.phase') = 'setup', false) AS setup, tool_seq FROM steps "
+        "WHERE kind = 'tool_call' AND (is_error OR exit_code = 127 OR tool_seq = 0 OR metadata LIKE '%setup%')",
     ).to_pylist()
     for r in failed:
         missing = program_not_found(r["tool"], r["exit_code"], r["is_error"], r["output"], r["stderr"])
-        assert (r["tool_seq"] == 0) == missing, r
-    assert any(r["tool_seq"] == 0 for r in failed)  # the corpus has such calls
+        assert (r["tool_seq"] == 0) == (missing or r["setup"]), r
+    assert any(r["tool_seq"] == 0 and not r["setup"] for r in failed)  # the corpus has such calls
+    assert any(r["tool_seq"] == 0 and r["setup"] for r in failed)  # and Terminal-Bench's setup
     assert run_sql(lab, "SELECT count(*) AS n FROM steps WHERE kind <> 'tool_call' AND tool_seq <> 0")[
         "n"
     ].to_pylist() == [0]

@@ -91,19 +91,24 @@ def test_an_unknown_column_fails_only_its_unit_when_units_convert_together(
 
 def test_tool_seq_numbers_each_tools_calls_in_step_order(tmp_path: Path) -> None:
     """steps.tool_seq: per trajectory, the running count of calls of the same tool key (tool, else
-    tool_name, else "(unknown)"), sub-agent calls included; 0 on every other step and on calls of a
-    program the shell did not find."""
+    tool_name, else "(unknown)"), sub-agent calls included; 0 on every other step, on calls of a
+    program the shell did not find and on the harness's setup calls."""
     from trajlab.store import query
 
     _, lab, _ = ingest_snapshot(tmp_path)
     missing = "(exit_code = 127 OR (exit_code IS NULL AND is_error)) AND regexp_matches(output, coalesce(tool, '-') || ': (command )?not found')"
+    setup = "json_extract_string(metadata, '$.phase') = 'setup'"
     wrong = query(
         lab,
         "SELECT count(*) FROM (SELECT tool_seq, row_number() OVER (PARTITION BY trajectory_id, "
         "coalesce(tool, tool_name, '(unknown)') ORDER BY step_index) AS expected FROM steps "
-        f"WHERE kind = 'tool_call' AND NOT coalesce({missing}, false)) WHERE tool_seq IS DISTINCT FROM expected",
+        f"WHERE kind = 'tool_call' AND NOT coalesce({missing}, false) AND NOT coalesce({setup}, false)) "
+        "WHERE tool_seq IS DISTINCT FROM expected",
     )
     assert wrong.column(0).to_pylist() == [0]
+    # Terminal-Bench's `asciinema rec`, `clear`, agent install: the harness's, numbered 0
+    harness = query(lab, f"SELECT DISTINCT tool, tool_seq FROM steps WHERE kind = 'tool_call' AND {setup}")
+    assert harness.num_rows > 0 and set(harness.column("tool_seq").to_pylist()) == {0}
     # `bash: ffprobe: command not found` and the like, in three formats' fixtures: no use of the tool
     not_found = query(
         lab,

@@ -48,8 +48,9 @@ GROUP_ALIASES: dict[str, str] = {"effort": "reasoning_effort", "reasoning": "rea
 
 USED_CALL = "kind = 'tool_call' AND coalesce(tool_seq, 1) <> 0"
 """The tool calls that count as uses of their tool: all but those numbered `tool_seq = 0`, calls of a
-program the shell did not find (`whisper: command not found`; `trajlab.normalize.program_not_found`).
-Parts written before `tool_seq` read it as null: their calls all count."""
+program the shell did not find (`whisper: command not found`; `trajlab.normalize.program_not_found`)
+and the harness's own setup calls (Terminal-Bench's `asciinema rec`, agent install). Parts written
+before `tool_seq` read it as null: their calls all count."""
 
 PLACEHOLDERS = ("by", "partition_by", "key", "tool_counts", "tool_use")
 

@@ -11,7 +11,7 @@ from ..schema import SCHEMA_VERSION, STEP_KINDS, trajectory_id
 from ._base import EARLY_RESULT, ParsedTrajectory, SourceUnit, json_str, parse_ts
 from ._typed import text_of
 
-ROWS_VERSION = 8
+ROWS_VERSION = 9
 """Version of what every adapter's rows go through here (ids, step numbering, tool normalization by
 `trajlab.normalize`, counts): bump it when that changes the rows of the same parse, and incremental
 ingest re-parses every unit recorded with another `sources.rows_version`. One adapter's own changes
@@ -39,7 +39,9 @@ their modality; `mix deps.get` installs (web).
 7: a call of a program the shell did not find (exit 127 and `whisper: command not found`,
 `trajlab.normalize.program_not_found`) is numbered `tool_seq = 0`: no use of the tool.
 8: an MCP tool's `code` argument gives its modality (a node REPL driving a browser is web), and code
-naming `browser` or `puppeteer` is web work."""
+naming `browser` or `puppeteer` is web work.
+9: a call of the harness's setup phase (`metadata.phase = "setup"`: Terminal-Bench's `asciinema rec`,
+`clear`, agent install) is numbered `tool_seq = 0`: no use of a tool by the agent."""
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens")
 _KINDS = frozenset(STEP_KINDS)
@@ -141,7 +143,12 @@ def finish_trajectory(
                 if key is None:
                     key = "(unknown)"
             exit_code = s.get("exit_code")
-            if (
+            md = s.get("metadata")
+            if type(md) is dict and md.get("phase") == "setup":
+                s["tool_seq"] = (
+                    0  # the harness's own setup (Terminal-Bench installs the agent): not the agent's
+                )
+            elif (
                 exit_code == NOT_FOUND_EXIT or (exit_code is None and s.get("is_error"))
             ) and program_not_found(key, exit_code, s.get("is_error"), s.get("output"), s.get("stderr")):
                 s["tool_seq"] = 0  # the shell found no such program: an attempt, not a use of the tool

@@ -179,9 +179,9 @@ class Step(Table):
         None,
         description="For a tool call: its 1-based number among the trajectory's calls of the same tool "
         "(`tool`, else `tool_name`, else `(unknown)`), in step order, so 1 marks the first use; 0 for "
-        "other steps and for calls of a program the shell did not find (exit 127, `whisper: command not "
-        "found`: an attempt, not a use); null in parts written before schema v2 (analyses then count from "
-        "the other columns).",
+        "other steps, for calls of a program the shell did not find (exit 127, `whisper: command not "
+        "found`: an attempt, not a use) and for the harness's setup calls (`metadata.phase` setup); null in "
+        "parts written before schema v2 (analyses then count from the other columns).",
     )
     programs: list[str] = Field(
         default_factory=list,
