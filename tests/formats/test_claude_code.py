@@ -92,7 +92,11 @@ def test_subagents_are_spliced_after_their_task_call(session) -> None:
     assert steps[6]["tool"] == "subagent" and steps[6]["output"] == "Spelling is fine."
     assert steps[6]["duration_s"] == 4.0
     assert (steps[12]["output"], steps[12]["source_line"]) == ("3 talk.txt", 19)  # the progress line
-    assert steps[8]["source_line"] == 2  # line in the sub-agent's own file
+    assert steps[8]["source_line"] == 2  # line in the sub-agent's own file, which the step names
+    own_file = f"{SESSION}/subagents/agent-a1b2c3d.jsonl"
+    assert all(orjson.loads(steps[k]["metadata"])["source_file"] == own_file for k in (7, 8, 9))
+    # the session's own lines (and the progress lines in it) name no other file
+    assert all("source_file" not in orjson.loads(steps[k].get("metadata") or "{}") for k in (6, 10, 11, 12))
 
 
 def test_subagent_steps_carry_their_own_model(session) -> None:
@@ -109,6 +113,8 @@ def test_compaction_agent_before_the_compaction(session) -> None:
     assert [s["agent_id"] for s in steps[14:17]] == ["acompact-9f8e7d"] * 3
     assert all(s["parent_step_index"] == 17 for s in steps[14:17])
     assert all(orjson.loads(s["metadata"])["compaction_agent"] for s in steps[14:17])
+    compactor_file = f"{SESSION}/subagents/agent-acompact-9f8e7d.jsonl"
+    assert all(orjson.loads(s["metadata"])["source_file"] == compactor_file for s in steps[14:17])
     comp = steps[17]
     assert comp["kind"] == "compaction" and comp["text"].startswith("This session is being continued")
     assert orjson.loads(comp["metadata"]) == {"trigger": "auto", "preTokens": 150000}

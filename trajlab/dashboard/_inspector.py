@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,19 @@ def _timeline(ctx: DashContext, d: TrajectoryData) -> html.Div:
 # -- the inspector ----------------------------------------------------------------------------------
 
 
+def _source_file(s: dict[str, Any]) -> str | None:
+    """The file the step's `source_line` counts lines of, when not the trajectory's own (a Claude Code
+    sub-agent's transcript: `metadata.source_file`)."""
+    md = s.get("metadata")
+    if not md or "source_file" not in md:
+        return None
+    try:
+        value = json.loads(md).get("source_file")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def inspector(ctx: DashContext, d: TrajectoryData, step: int) -> list[Any]:
     s = d.steps.get(step)
     node = d.dag.node(step)
@@ -107,6 +121,7 @@ def inspector(ctx: DashContext, d: TrajectoryData, step: int) -> list[Any]:
         ("timestamp", s["timestamp"].isoformat(sep=" ") if s.get("timestamp") else None),
         ("call id", s.get("call_id")),
         ("model", s.get("model")),
+        ("source file", _source_file(s)),
         ("source line", s.get("source_line")),
     ]
     out: list[Any] = [

@@ -123,13 +123,22 @@ class _Transcript:
         self.last_ts: Any = None
 
 
+def _relative(path: Path, base: Path) -> str:
+    """`path` relative to `base` when below it (`<session>/subagents/agent-x.jsonl`), else its name."""
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.name
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # plugins may extend it
 class ClaudeCodeAdapter(Adapter):
     name = "claude-code"
     runner = "claude_code"
     extensions = (".jsonl",)
     priority = 20
-    version = 2  # 2: a message whose parent is a progress line follows on from it (no branch)
+    version = 3  # 2: a message whose parent is a progress line follows on from it (no branch); 3: a
+    # sub-agent transcript's steps name their file (`metadata.source_file`): `source_line` is a line of it
     description = "Claude Code transcripts (~/.claude/projects/**/<session>.jsonl, subagents/agent-*.jsonl)"
 
     def sniff(self, path: Path, head_bytes: bytes) -> bool:
@@ -168,6 +177,12 @@ class ClaudeCodeAdapter(Adapter):
             aid = comp.stem.removeprefix("agent-")
             tr = _Transcript(aid, 1)
             self._read(comp, ctx, tr)
+            # `source_line` of these steps counts lines of the sub-agent's file, not of the session's
+            where = _relative(comp, unit.primary.parent)
+            for st in tr.steps:
+                md = st.get("metadata")
+                if md is None or type(md) is dict:
+                    st["metadata"] = {**(md or {}), "source_file": where}
             subs[aid] = tr
         anomalies = list(main.anomalies)
         for tr in subs.values():
