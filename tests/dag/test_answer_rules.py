@@ -227,3 +227,19 @@ def test_a_question_with_an_expected_answer_hands_in_no_files() -> None:
         assert (run, "answer-value") in answers
         # a code task (no expected answer) still hands in the file it wrote
         assert ((w, "answer-final-write") in answers) is (expected is None)
+
+
+def test_the_session_recorder_is_no_call_without_result() -> None:
+    """Terminal-Bench's harness starts `asciinema rec` first: it records until the session ends, so the
+    cast holds no result of it (every Terminal-Bench run of the corpus had this anomaly). Another call
+    whose result is missing still is one."""
+    r = Run()
+    r.trajectory["runner"] = "terminal_bench"
+    r.user("Write 42 to /app/a.txt")
+    setup = '{"phase": "setup"}'
+    r.bash("asciinema rec --stdin /logs/agent.cast", None, exit_code=None, metadata=setup)  # type: ignore[arg-type]
+    lost = r.bash("echo 42 > /app/a.txt", None, exit_code=None)  # type: ignore[arg-type]
+    d = r.dag()
+    assert [a for a in d.anomalies if a.startswith("call without result")] == [
+        f"call without result at step {lost} (call id call_{lost})"
+    ]

@@ -35,6 +35,7 @@ from ._nodes import (
     name_of,
     node_status,
     polls_background,
+    records_the_session,
 )
 from ._stepio import StepIO, step_io
 from ._structure import (
@@ -247,6 +248,7 @@ class _Builder:
                 and not s.get("timed_out")
                 and s.get("duration_s") is None
                 and tool not in NO_RESULT_TOOLS
+                and not records_the_session(s)
             ):
                 self.anomalies.append(f"call without result at step {i} (call id {s.get('call_id')})")
             if tool == "subagent":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
-DAG_VERSION = 35
+DAG_VERSION = 36
 """Version of the DAG rules. Stored in `dag_metrics.dag_version`; `build_lab` rebuilds older DAGs.
 5: C1 controls are cleaned out of stored labels; a retry with blank arguments no longer fails the build;
 sub-agent anomalies say which case they are (own step as parent, parent after its first step, inferred).
@@ -92,7 +92,9 @@ was issued and records lie between them (its output): a quick ffmpeg and the tes
 0.15 s later are two responses, and the frames' data edge is kept.
 35: a web step that an answer lacking the task's media evidence stands on (on its path, or an unrecorded
 search it may come from) is a `knowledge_instead_of_evidence` candidate ranked above that answer; an
-answer source that prints literal arithmetic which checks out says so in its reason."""
+answer source that prints literal arithmetic which checks out says so in its reason.
+36: Terminal-Bench's `asciinema rec` (the session recorder its harness starts) is no call without result:
+it records until the session ends."""
 
 STATE_GRADED_RUNNERS = frozenset(["terminal_bench"])
 """Runners whose logs hold no message with an answer because the tests grade the state the agent left

@@ -28,6 +28,15 @@ FINISH_TOOLS = words(
 NO_RESULT_TOOLS = frozenset(["web_search"]) | FINISH_TOOLS
 """Tools whose results runners do not log (hosted web search; a hand-in, after which the run ends): a
 missing result is not an anomaly, and a hand-in without one is `ok`."""
+
+
+def records_the_session(step: dict[str, Any]) -> bool:
+    """`asciinema rec`, which Terminal-Bench's harness starts first: it records the session until the
+    session ends, so the recording holds no result of it (a missing result is no anomaly)."""
+    command = step.get("command")
+    return type(command) is str and command.startswith("asciinema rec")
+
+
 BENIGN_EXIT_1 = frozenset(["grep", "egrep", "fgrep", "rg", "diff", "cmp", "test", "["])
 """Programs whose exit code 1 means "no match" / "differs", not failure."""
 _ERROR_LINE = re.compile(
