@@ -145,9 +145,8 @@ def finish_trajectory(
             exit_code = s.get("exit_code")
             md = s.get("metadata")
             if type(md) is dict and md.get("phase") == "setup":
-                s["tool_seq"] = (
-                    0  # the harness's own setup (Terminal-Bench installs the agent): not the agent's
-                )
+                # the harness's own setup (Terminal-Bench installs the agent): not the agent's use
+                s["tool_seq"] = 0
             elif (
                 exit_code == NOT_FOUND_EXIT or (exit_code is None and s.get("is_error"))
             ) and program_not_found(key, exit_code, s.get("is_error"), s.get("output"), s.get("stderr")):
